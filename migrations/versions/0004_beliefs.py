@@ -1,0 +1,20 @@
+"""Belief read model (filled in by the reasoning issue).
+
+Revision ID: 0004
+Revises: 0003
+"""
+
+from alembic import op  # noqa: F401
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

@@ -1,0 +1,66 @@
+"""The projector registry and the inline apply step used by appends and replays alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+__all__ = ["PROJECTORS", "Projector", "apply_events", "read_model_tables"]
+
+
+@dataclass(frozen=True)
+class Projector:
+    """A named fold: which event types it handles, which tables it owns, and the batch apply function."""
+
+    name: str
+    handles: frozenset[str]
+    tables: tuple[str, ...]
+    apply: Callable[[Connection, Sequence[Any]], None]
+    # Digest ordering: the columns that identify a row of each table, for per-table digests.
+    keys: dict[str, str]
+
+
+PROJECTORS: list[Projector] = []
+
+
+def register(projector: Projector) -> Projector:
+    PROJECTORS.append(projector)
+    return projector
+
+
+def read_model_tables() -> list[tuple[str, str]]:
+    """Every (table, key columns) owned by a projector, plus checkpoints."""
+    _load()
+    out = [(t, p.keys[t]) for p in PROJECTORS for t in p.tables]
+    out.append(("checkpoints", "name"))
+    return out
+
+
+_SET_CHECKPOINTS = text(
+    "INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
+    "ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
+)
+
+
+def apply_events(conn: Connection, events: Sequence[Any]) -> None:
+    """Apply ``events`` (in seq order) to every projector and advance each checkpoint, in ``conn``'s transaction."""
+    if not events:
+        return
+    _load()
+    for p in PROJECTORS:
+        mine = [e for e in events if e.type in p.handles]
+        if mine:
+            p.apply(conn, mine)
+    conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in PROJECTORS], "seq": events[-1].seq})
+
+
+def _load() -> None:
+    # Projector modules register themselves on import; import them lazily to keep import order simple.
+    if PROJECTORS:
+        return
+    import projections.items  # noqa: F401
+    import projections.revisions  # noqa: F401

@@ -1,0 +1,68 @@
+"""The ``substrate`` command line: a thin wrapper over the library (no SQL here)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main", "open_store"]
+
+# Modules that add subcommands: each defines ``register(subparsers)``; handlers receive parsed args.
+COMMAND_MODULES = ["service.cli_core"]
+
+
+def open_store(args: argparse.Namespace, **kw: Any) -> Any:
+    """The store a command works on: --url, else $SUBSTRATE_DATABASE_URL, else --root (default ./.substrate)."""
+    from service.substrate import Substrate
+
+    url = getattr(args, "url", None) or os.environ.get("SUBSTRATE_DATABASE_URL")
+    if url:
+        return Substrate(url=url, **kw)
+    return Substrate(root=getattr(args, "root", None) or ".substrate", **kw)
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    """--url / --root, shared by every command that opens a store."""
+    p.add_argument("--url", help="PostgreSQL URL (default: $SUBSTRATE_DATABASE_URL)")
+    p.add_argument("--root", help="persistent embedded store directory (default: ./.substrate)")
+
+
+def print_json(value: Any) -> None:
+    """Pretty JSON on stdout."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every registered command."""
+    parser = argparse.ArgumentParser(
+        prog="substrate", description="Substrate: an event-sourced knowledge service on PostgreSQL."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int | None] = args.handler
+    try:
+        return int(handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, KeyError, FileNotFoundError, PermissionError) as exc:
+        print(f"substrate {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

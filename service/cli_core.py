@@ -1,0 +1,145 @@
+"""Core commands: db upgrade, verify, replay, export, import, events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from service.cli import add_store_options, open_store, print_json
+
+__all__ = ["register"]
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    store = open_store(args)  # opening runs the migrations
+    print(f"schema is at head on {store.url.split('@')[-1]}")
+    store.close()
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from service.audit import verify_store
+
+    store = open_store(args)
+    report = verify_store(store)
+    store.close()
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from projections.runner import rebuild
+
+    store = open_store(args)
+    report = rebuild(store.engine, progress=_progress_printer() if not args.json else None)
+    store.close()
+    if args.json:
+        print_json(report.as_dict())
+        return 0
+    rate = report.events / report.seconds if report.seconds else 0.0
+    print(f"replayed {report.events} events in {report.seconds:.2f}s ({rate:,.0f} events/s)")
+    for table in sorted(report.counts):
+        print(f"  {table:<16} {report.counts[table]:>10} rows  md5 {report.digests[table]}")
+    return 0
+
+
+def _progress_printer() -> Any:
+    def show(n: int) -> None:
+        print(f"\r  {n:,} events", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _export(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    path = store.save(args.dir)
+    n = len(store)
+    store.close()
+    print(f"exported {n} items to {path}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    store.load(args.dir)
+    n = len(store)
+    store.close()
+    print(f"imported: the store now holds {n} items")
+    return 0
+
+
+def _events(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    types = [args.type] if args.type else None
+    rows = store.events.read(since=args.since, stream=args.stream, types=types, limit=args.limit)
+    for e in rows:
+        if args.json:
+            print_json(e.as_dict())
+        else:
+            when = e.recorded_at.isoformat(timespec="seconds") if e.recorded_at else ""
+            print(f"{e.seq:>8}  {when}  {e.type:<20} {e.stream}  v{e.version}  by {e.principal}  [{e.scope}]")
+    store.close()
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the core commands."""
+    p = sub.add_parser("db", help="database administration", description="Database administration.")
+    dbsub = p.add_subparsers(dest="db_command", metavar="DB_COMMAND")
+    dbsub.required = True
+    up = dbsub.add_parser(
+        "upgrade", help="create or upgrade the schema (alembic migrations)",
+        description="Run the alembic migrations to head. The migrations are the only place the schema is made.",
+    )
+    add_store_options(up)
+    up.set_defaults(handler=_db_upgrade)
+
+    p = sub.add_parser(
+        "verify", help="re-walk the hash chain and compare the read models with a rebuild",
+        description="Re-walk the event chain (seq, prev links, every content address) and compare each read-model "
+        "table with a replay into a shadow schema. Exit 0 when intact, 1 naming the first bad seq and why.",
+    )
+    add_store_options(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_verify)
+
+    p = sub.add_parser(
+        "replay", help="rebuild every read model from the log",
+        description="Truncate every read model and replay the whole event log; print row counts and digests.",
+    )
+    add_store_options(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_replay)
+
+    p = sub.add_parser(
+        "export", help="write every item to DIR/items.jsonl (atomic)",
+        description="Save the store's items as DIR/items.jsonl, one JSON item per line, atomically.",
+    )
+    add_store_options(p)
+    p.add_argument("dir", help="directory to write items.jsonl into")
+    p.set_defaults(handler=_export)
+
+    p = sub.add_parser(
+        "import", help="replace the store's items with DIR/items.jsonl (all-or-nothing)",
+        description="Load DIR/items.jsonl into the store in one transaction; a bad row aborts the import and names "
+        "the file, line and a preview.",
+    )
+    add_store_options(p)
+    p.add_argument("dir", help="directory holding items.jsonl")
+    p.set_defaults(handler=_import)
+
+    p = sub.add_parser(
+        "events", help="print the event log",
+        description="Print events in log order, optionally filtered by stream, type and starting position.",
+    )
+    add_store_options(p)
+    p.add_argument("--stream", help="only this stream (an item id, a belief id, ...)")
+    p.add_argument("--since", type=int, default=0, help="only events with seq greater than this")
+    p.add_argument("--type", help="only events of this type (e.g. ItemPut)")
+    p.add_argument("--limit", type=int, default=None, help="print at most this many events")
+    p.add_argument("--json", action="store_true", help="one JSON object per event")
+    p.set_defaults(handler=_events)

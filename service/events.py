@@ -1,0 +1,206 @@
+"""Event types (frozen, past tense), their registry, canonical JSON and content addresses."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from typing import Any, ClassVar
+
+from projections.canonical import canonical_json, event_address, item_digest
+
+__all__ = [
+    "AccessGranted",
+    "AccessRevoked",
+    "ApproverGranted",
+    "DomainEvent",
+    "EVENT_TYPES",
+    "EvidenceAssimilated",
+    "EvidenceRetracted",
+    "ItemPublished",
+    "ItemPut",
+    "ItemRemoved",
+    "ItemUpdated",
+    "ItemsMerged",
+    "NewEvent",
+    "PromotionApproved",
+    "PromotionProposed",
+    "PromotionRejected",
+    "StoredEvent",
+    "canonical_json",
+    "event_address",
+    "item_digest",
+    "normalize_json",
+]
+
+EVENT_TYPES: dict[str, type[DomainEvent]] = {}
+
+
+class DomainEvent:
+    """Base of every event payload; subclasses register themselves by class name."""
+
+    type_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.type_name = cls.__name__
+        EVENT_TYPES[cls.__name__] = cls
+
+    def to_data(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload, no-any-return]
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> DomainEvent:
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# Item-changing events carry the resulting item state ("item"), so projections stay pure folds.
+@dataclass(frozen=True, slots=True)
+class ItemPut(DomainEvent):
+    item: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemUpdated(DomainEvent):
+    item: dict[str, Any]
+    fields: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRemoved(DomainEvent):
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPublished(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemsMerged(DomainEvent):
+    item: dict[str, Any]
+    removed: str
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionProposed(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionApproved(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionRejected(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceAssimilated(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRetracted(DomainEvent):
+    item: dict[str, Any]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AccessGranted(DomainEvent):
+    principal: str
+    scope: str
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRevoked(DomainEvent):
+    principal: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApproverGranted(DomainEvent):
+    who: str
+    scope: str
+    by: str
+    bootstrap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event about to be appended: its stream, payload, scope and the version the writer expects."""
+
+    stream: str
+    event: DomainEvent
+    scope: str | None = None
+    # None: append after whatever is there (a blind, idempotent-to-retry write);
+    # an int: the stream must be exactly at this version or the append fails with ConcurrencyError.
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One row of the log."""
+
+    seq: int
+    stream: str
+    version: int
+    type: str
+    data: dict[str, Any]
+    principal: str
+    scope: str | None
+    recorded_at: datetime | None
+    event_id: str
+    prev: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["recorded_at"] = self.recorded_at.isoformat() if self.recorded_at else None
+        return d
+
+
+def _normalize(value: Any, path: str) -> Any:
+    # Mirror what jsonb gives back, so the hash of what we write equals the hash of what we read.
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path}: {value!r} is not representable in JSON")
+        if value == 0.0:
+            return 0.0
+        if value.is_integer() and abs(value) >= 1e16:
+            return int(value)
+        return value
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{path}: NUL characters cannot be stored")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{path}: not valid UTF-8 ({exc.reason})") from None
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"{path}: keys must be strings, got {k!r}")
+            out[_normalize(k, path)] = _normalize(v, f"{path}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_normalize(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    raise ValueError(f"{path}: {type(value).__name__} is not JSON-serializable")
+
+
+def normalize_json(value: Any, path: str = "data") -> Any:
+    """A JSON-native deep copy of ``value`` as PostgreSQL jsonb will return it; ValueError naming the path."""
+    return _normalize(value, path)

@@ -1,0 +1,230 @@
+"""The append-only, hash-chained event log on PostgreSQL: append (with inline projection) and read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import errors as pg_errors
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from projections import apply_events, dumps, loads
+from service.errors import ConcurrencyError
+from service.events import NewEvent, StoredEvent, event_address, normalize_json
+
+__all__ = ["ChainReport", "EventStore", "row_to_event"]
+
+_LOCK_HEAD = text("SELECT seq, event_id FROM log_head WHERE id = 1 FOR UPDATE")
+_SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
+_VERSIONS = text(
+    "SELECT stream, max(version) FROM events WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream"
+)
+_INSERT = text(
+    "INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
+    "VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev) "
+    "RETURNING recorded_at"
+)
+_COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
+# Batches above this size go through COPY instead of one INSERT per row.
+_COPY_THRESHOLD = 64
+
+
+def row_to_event(row: Sequence[Any]) -> StoredEvent:
+    """Build a StoredEvent from a row selected as ``_COLUMNS`` (data as text)."""
+    return StoredEvent(
+        seq=row[0],
+        stream=row[1],
+        version=row[2],
+        type=row[3],
+        data=loads(row[4]),
+        principal=row[5],
+        scope=row[6],
+        recorded_at=row[7],
+        event_id=row[8],
+        prev=row[9],
+    )
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """The outcome of re-walking the chain: intact, or the first bad seq and why."""
+
+    events: int
+    ok: bool
+    first_bad_seq: int | None = None
+    reason: str = ""
+    head: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "ok": self.ok,
+            "first_bad_seq": self.first_bad_seq,
+            "reason": self.reason,
+            "head": self.head,
+        }
+
+
+class EventStore:
+    """Appends events in one transaction (chain lock, version check, insert, inline projection) and reads them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def append(self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None) -> list[StoredEvent]:
+        """Append ``events`` atomically; ConcurrencyError (nothing written) when an expected version is stale."""
+        if not events:
+            return []
+        if conn is not None:
+            return self._append(conn, events, principal)
+        try:
+            with self.engine.begin() as c:
+                return self._append(c, events, principal)
+        except IntegrityError as exc:
+            # The UNIQUE(stream, version) backstop: reached only if a writer bypassed the head lock.
+            if isinstance(exc.orig, pg_errors.UniqueViolation):
+                raise ConcurrencyError(events[0].stream, events[0].expected_version or 0) from None
+            raise
+
+    def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
+        prepared = [(e, e.event.type_name, normalize_json(e.event.to_data(), e.event.type_name)) for e in events]
+        # Appends are serialized on the single log_head row: while we hold it, nobody else can append, so
+        # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
+        # `seq > n` therefore never skips an event that commits late.
+        seq, prev = conn.execute(_LOCK_HEAD).one()
+        streams = sorted({e.stream for e in events})
+        versions = dict(conn.execute(_VERSIONS, {"streams": streams}).all())
+        stored: list[StoredEvent] = []
+        for e, type_name, data in prepared:
+            current = versions.get(e.stream, 0)
+            if e.expected_version is not None and e.expected_version != current:
+                raise ConcurrencyError(e.stream, e.expected_version)
+            version = current + 1
+            versions[e.stream] = version
+            seq += 1
+            event_id = event_address(
+                stream=e.stream, version=version, type=type_name, data=data, principal=principal,
+                scope=e.scope, prev=prev,
+            )
+            stored.append(StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev))
+            prev = event_id
+        stored = self._insert(conn, stored)
+        conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
+        apply_events(conn, stored)
+        return stored
+
+    def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
+        rows = [
+            {
+                "seq": s.seq, "stream": s.stream, "version": s.version, "type": s.type, "data": dumps(s.data),
+                "principal": s.principal, "scope": s.scope, "event_id": s.event_id, "prev": s.prev,
+            }
+            for s in stored
+        ]
+        if len(rows) == 1:
+            recorded = conn.execute(_INSERT, rows[0]).scalar_one()
+            return [_with_time(stored[0], recorded)]
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur:
+            # One timestamp for the whole batch, taken while the head lock is held (monotone with seq).
+            recorded = cur.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+            cols = "seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at"
+            if len(rows) >= _COPY_THRESHOLD:
+                with cur.copy(f"COPY events ({cols}) FROM STDIN") as copy:
+                    for r in rows:
+                        copy.write_row(
+                            (r["seq"], r["stream"], r["version"], r["type"], r["data"], r["principal"],
+                             r["scope"], r["event_id"], r["prev"], recorded)
+                        )
+            else:
+                cur.executemany(
+                    f"INSERT INTO events ({cols}) VALUES (%(seq)s, %(stream)s, %(version)s, %(type)s, "
+                    "%(data)s::jsonb, %(principal)s, %(scope)s, %(event_id)s, %(prev)s, %(recorded)s)",
+                    [{**r, "recorded": recorded} for r in rows],
+                )
+        return [_with_time(s, recorded) for s in stored]
+
+    def stream_version(self, stream: str, conn: Connection | None = None) -> int:
+        """The current version of ``stream`` (0 when it has no events)."""
+        sql = text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s")
+        if conn is not None:
+            return int(conn.execute(sql, {"s": stream}).scalar_one())
+        with self.engine.connect() as c:
+            return int(c.execute(sql, {"s": stream}).scalar_one())
+
+    def head(self) -> int:
+        """The seq of the last committed event (0 for an empty log)."""
+        with self.engine.connect() as c:
+            return int(c.execute(text("SELECT seq FROM log_head WHERE id = 1")).scalar_one())
+
+    def read(
+        self,
+        *,
+        since: int = 0,
+        until: int | None = None,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+        batch: int = 5000,
+    ) -> Iterator[StoredEvent]:
+        """Events with ``since < seq <= until`` in seq order, streamed in batches (keyset pagination)."""
+        where = ["seq > :after"]
+        params: dict[str, Any] = {}
+        if until is not None:
+            where.append("seq <= :until")
+            params["until"] = until
+        if stream is not None:
+            where.append("stream = :stream")
+            params["stream"] = stream
+        if types:
+            where.append("type = ANY(CAST(:types AS text[]))")
+            params["types"] = list(types)
+        sql = text(f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT :lim")
+        after, remaining = since, limit
+        while remaining is None or remaining > 0:
+            n = batch if remaining is None else min(batch, remaining)
+            with self.engine.connect() as c:
+                rows = c.execute(sql, {**params, "after": after, "lim": n}).all()
+            for r in rows:
+                yield row_to_event(r)
+            if len(rows) < n:
+                return
+            after = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def verify_chain(self, conn: Connection | None = None) -> ChainReport:
+        """Re-walk every event: seq contiguity, prev links and each content address; the first break wins."""
+        expected_prev: str | None = None
+        expected_seq = 1
+        count = 0
+        for e in self.read():
+            count += 1
+            if e.seq != expected_seq:
+                return ChainReport(count, False, expected_seq, f"seq {expected_seq} is missing (next is {e.seq})")
+            if e.prev != expected_prev:
+                return ChainReport(count, False, e.seq, "prev does not match the previous event's address")
+            actual = event_address(
+                stream=e.stream, version=e.version, type=e.type, data=e.data, principal=e.principal,
+                scope=e.scope, prev=e.prev,
+            )
+            if actual != e.event_id:
+                return ChainReport(count, False, e.seq, "content does not match its event_id (edited)")
+            expected_prev = e.event_id
+            expected_seq += 1
+        with self.engine.connect() as c:
+            head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
+        if head_seq != expected_seq - 1 or head_id != expected_prev:
+            return ChainReport(
+                count, False, expected_seq if head_seq >= expected_seq else head_seq + 1,
+                f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
+            )
+        return ChainReport(count, True, head=expected_prev)
+
+
+def _with_time(s: StoredEvent, recorded: Any) -> StoredEvent:
+    return StoredEvent(s.seq, s.stream, s.version, s.type, s.data, s.principal, s.scope, recorded, s.event_id, s.prev)

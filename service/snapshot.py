@@ -1,0 +1,77 @@
+"""items.jsonl snapshots: atomic write (temp + fsync + os.replace) and all-or-nothing parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from service.items import SubstrateItem
+
+__all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
+
+SNAPSHOT_NAME = "items.jsonl"
+_PREVIEW = 80
+
+
+class SnapshotError(ValueError):
+    """A snapshot row failed to parse or validate: names the file, the 1-based line and a preview."""
+
+    def __init__(self, path: Path, line: int, row: str, reason: str) -> None:
+        self.path, self.line, self.reason = str(path), line, reason
+        preview = row if len(row) <= _PREVIEW else row[:_PREVIEW] + "..."
+        super().__init__(f"{path}:{line}: {reason}: {preview!r}")
+
+
+def write_snapshot(root: Path, items: Iterable[SubstrateItem]) -> str:
+    """Write one JSON item per line to ``root/items.jsonl`` so a failure leaves the old file intact."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / SNAPSHOT_NAME
+    fd, tmp = tempfile.mkstemp(prefix=".items.", suffix=".tmp", dir=root)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for item in items:
+                f.write(json.dumps(item.to_json(), ensure_ascii=False, allow_nan=False))
+                f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return str(target)
+
+
+def read_snapshot(root: Path) -> list[SubstrateItem]:
+    """Parse and validate every row of ``root/items.jsonl`` (later rows win on duplicate ids) before returning any."""
+    path = root / SNAPSHOT_NAME
+    items: dict[str, SubstrateItem] = {}
+    with open(path, encoding="utf-8", errors="strict") as f:
+        try:
+            lines = f.read().splitlines()
+        except UnicodeDecodeError as exc:
+            raise SnapshotError(path, 1, "", f"not UTF-8 ({exc.reason})") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SnapshotError(path, n, line, f"invalid JSON ({exc.msg})") from None
+        try:
+            item = SubstrateItem.from_json(row)
+        except (TypeError, ValueError) as exc:
+            raise SnapshotError(path, n, line, f"invalid item ({exc})") from None
+        items.pop(item.id, None)
+        items[item.id] = item
+    return list(items.values())

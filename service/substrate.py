@@ -1,0 +1,261 @@
+"""The Substrate facade: commands become events in the log; reads come from the read models."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import text
+
+from projections import loads
+from service.db import Database, open_database
+from service.errors import ConcurrencyError
+from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
+from service.eventstore import ChainReport, EventStore
+from service.items import SubstrateItem
+from service.security import guard_item
+from service.snapshot import read_snapshot, write_snapshot
+from service.validation import InvalidArgument, require_count
+
+__all__ = ["SecretPolicy", "Substrate"]
+
+SecretPolicy = Literal["redact", "reject"]
+_POLICIES = ("redact", "reject")
+_UPDATE_RETRIES = 64
+_BULK_CHUNK = 5000
+
+
+def _check_policy(policy: Any) -> str:
+    if policy not in _POLICIES:
+        raise InvalidArgument(f"secret_policy must be one of {_POLICIES}, got {policy!r}")
+    return str(policy)
+
+
+def _item_from_doc(doc: str | bytes) -> SubstrateItem:
+    return SubstrateItem(**loads(doc))
+
+
+class Substrate:
+    """A shard of the knowledge substrate on PostgreSQL: typed, provenanced, scoped items behind an event log."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        secret_policy: SecretPolicy = "redact",
+        url: str | None = None,
+        principal: str = "local",
+        _database: Database | None = None,
+    ) -> None:
+        self.secret_policy: str = _check_policy(secret_policy)
+        if not isinstance(principal, str) or not principal:
+            raise InvalidArgument(f"principal must be a non-empty string, got {principal!r}")
+        self.principal = principal
+        self.root = str(root) if root is not None else None
+        self._db = _database or open_database(url=url, root=root)
+        self.engine = self._db.engine
+        self.events = EventStore(self.engine)
+        self.position = 0  # the log position of this handle's last write
+
+    # ----------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Release the connection pool (an ephemeral store's database is dropped)."""
+        self._db.close()
+
+    def __enter__(self) -> Substrate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        return self._db.url
+
+    # ----------------------------------------------------------------- writes
+    def _append(self, events: Sequence[NewEvent]) -> list[StoredEvent]:
+        stored = self.events.append(events, self.principal)
+        if stored:
+            self.position = stored[-1].seq
+        return stored
+
+    def _prepare(self, item: SubstrateItem, secret_policy: str | None) -> dict[str, Any]:
+        if not isinstance(item, SubstrateItem):
+            raise InvalidArgument(f"put expects a SubstrateItem, got {type(item).__name__}")
+        policy = self.secret_policy if secret_policy is None else _check_policy(secret_policy)
+        # Re-validate a copy: the caller may have mutated the object after constructing it.
+        safe = guard_item(dataclasses.replace(item), policy)
+        return normalize_json(safe.to_json(), "item")
+
+    def put(self, item: SubstrateItem, *, secret_policy: SecretPolicy | None = None) -> str:
+        """Add or replace an item (a defensive, secret-guarded copy); returns its id."""
+        data = self._prepare(item, secret_policy)
+        self._append([NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"])])
+        return str(data["id"])
+
+    def add(self, kind: str, text: str = "", **kw: Any) -> str:
+        """Build a SubstrateItem and put() it."""
+        secret_policy = kw.pop("secret_policy", None)
+        return self.put(SubstrateItem(kind=kind, text=text, **kw), secret_policy=secret_policy)
+
+    def put_many(self, items: Iterable[SubstrateItem], *, secret_policy: SecretPolicy | None = None) -> list[str]:
+        """The bulk path: guard every item first, then append them in one transaction per chunk."""
+        ids: list[str] = []
+        pending: list[NewEvent] = []
+        for item in items:
+            data = self._prepare(item, secret_policy)
+            pending.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"]))
+            ids.append(str(data["id"]))
+            if len(pending) >= _BULK_CHUNK:
+                self._append(pending)
+                pending = []
+        self._append(pending)
+        return ids
+
+    def update(self, item_id: str, *, secret_policy: SecretPolicy | None = None, **fields: Any) -> SubstrateItem:
+        """Change named fields (revalidated, secret-guarded); retries on a concurrent writer, never loses one."""
+        if "id" in fields and fields["id"] != item_id:
+            raise ValueError(f"update cannot change an item's id ({item_id!r} -> {fields['id']!r}); put a new item")
+        fields.pop("id", None)
+        for _ in range(_UPDATE_RETRIES):
+            row = self._row(item_id)
+            if row is None:
+                raise KeyError(item_id)
+            current, version = row
+            try:
+                changed = dataclasses.replace(current, **fields)
+            except TypeError as exc:
+                raise InvalidArgument(f"update: {exc}") from None
+            data = self._prepare(changed, secret_policy)
+            event = ItemUpdated(item=data, fields=sorted(fields))
+            try:
+                self._append([NewEvent(stream=item_id, event=event, scope=data["scope"], expected_version=version)])
+            except ConcurrencyError:
+                time.sleep(0.001)
+                continue
+            return SubstrateItem(**data).copy()
+        raise ConcurrencyError(item_id, -1, f"update of {item_id!r} kept colliding with other writers; gave up")
+
+    def remove(self, item_id: str) -> bool:
+        """Remove an item by id; True when something was removed."""
+        for _ in range(_UPDATE_RETRIES):
+            row = self._row(item_id)
+            if row is None:
+                return False
+            current, version = row
+            try:
+                self._append(
+                    [NewEvent(stream=item_id, event=ItemRemoved(id=item_id), scope=current.scope,
+                              expected_version=version)]
+                )
+            except ConcurrencyError:
+                continue
+            return True
+        raise ConcurrencyError(item_id, -1, f"remove of {item_id!r} kept colliding with other writers; gave up")
+
+    # ----------------------------------------------------------------- reads
+    def _row(self, item_id: str) -> tuple[SubstrateItem, int] | None:
+        with self.engine.connect() as c:
+            row = c.execute(text("SELECT doc::text, version FROM items WHERE id = :id"), {"id": item_id}).first()
+        return None if row is None else (_item_from_doc(row[0]), int(row[1]))
+
+    def get(self, item_id: str) -> SubstrateItem | None:
+        """A defensive copy of the stored item, or None."""
+        if not isinstance(item_id, str):
+            return None
+        with self.engine.connect() as c:
+            doc = c.execute(text("SELECT doc::text FROM items WHERE id = :id"), {"id": item_id}).scalar()
+        return None if doc is None else _item_from_doc(doc)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, SubstrateItem]:
+        """The stored items among ``ids`` (one query), keyed by id."""
+        if not ids:
+            return {}
+        with self.engine.connect() as c:
+            rows = c.execute(
+                text("SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))"), {"ids": list(ids)}
+            ).all()
+        return {r[0]: _item_from_doc(r[1]) for r in rows}
+
+    def all(self, *, kind: str | None = None, scope: str | None = None) -> list[SubstrateItem]:
+        """Defensive copies of the stored items in insertion order, optionally filtered by kind and scope."""
+        return list(self.iter_items(kind=kind, scope=scope))
+
+    def iter_items(
+        self, *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
+    ) -> Iterator[SubstrateItem]:
+        """Stream the stored items in insertion order (filters applied in SQL)."""
+        where, params = ["TRUE"], {}
+        if kind is not None:
+            where.append("kind = :kind")
+            params["kind"] = kind
+        if scope is not None:
+            where.append("scope = :scope")
+            params["scope"] = scope
+        if scopes is not None:
+            where.append("scope = ANY(CAST(:scopes AS text[]))")
+            params["scopes"] = list(scopes)
+        sql = text(f"SELECT doc::text FROM items WHERE {' AND '.join(where)} ORDER BY pos")
+        with self.engine.connect() as c:
+            for (doc,) in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
+                yield _item_from_doc(doc)
+
+    def __len__(self) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(text("SELECT count(*) FROM items")).scalar_one())
+
+    def __contains__(self, item_id: object) -> bool:
+        if not isinstance(item_id, str):
+            return False
+        with self.engine.connect() as c:
+            return c.execute(text("SELECT 1 FROM items WHERE id = :id"), {"id": item_id}).first() is not None
+
+    # ----------------------------------------------------------------- search
+    def reindex(self) -> None:
+        """(Re)fit the embedding index of every dirty visibility domain."""
+        from service.embedding import reindex
+
+        reindex(self)
+
+    def search(
+        self, query: str, k: int = 5, *, kind: str | None = None, scope: str | None = None
+    ) -> list[tuple[SubstrateItem, float]]:
+        """The k most relevant items as (item, score), best first; k is an exact non-negative int."""
+        require_count(k, "k")
+        from service.embedding import search
+
+        return search(self, query, k, kind=kind, scope=scope)
+
+    # ----------------------------------------------------------------- persistence
+    def _root_for(self, root: str | os.PathLike[str] | None) -> Path:
+        chosen = root if root is not None else self.root
+        if chosen is None:
+            raise ValueError("no root: pass root= to save()/load() or open the Substrate with a root")
+        return Path(chosen)
+
+    def save(self, root: str | os.PathLike[str] | None = None) -> str:
+        """Write every item to {root}/items.jsonl atomically (temp file, fsync, os.replace); return the path."""
+        return write_snapshot(self._root_for(root), self.iter_items())
+
+    def load(self, root: str | os.PathLike[str] | None = None) -> None:
+        """Replace this store's items with {root}/items.jsonl, all-or-nothing (errors name file, line, preview)."""
+        items = read_snapshot(self._root_for(root))
+        prepared = [self._prepare(it, None) for it in items]
+        keep = {d["id"] for d in prepared}
+        with self.engine.begin() as conn:
+            conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
+            existing = conn.execute(text("SELECT id, scope FROM items ORDER BY pos")).all()
+            events = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i not in keep]
+            events += [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"]) for d in prepared]
+            stored = self.events.append(events, self.principal, conn=conn)
+        if stored:
+            self.position = stored[-1].seq
+
+    # ----------------------------------------------------------------- audit
+    def verify_chain(self) -> ChainReport:
+        """Re-walk the hash chain and every content address."""
+        return self.events.verify_chain()

@@ -1,0 +1,40 @@
+"""Shared argument validators: one definition of what a count, a score or a name means."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["InvalidArgument", "require_count", "require_finite", "require_name"]
+
+
+class InvalidArgument(ValueError, TypeError):
+    """A bad argument: both a ValueError and a TypeError, so either ``except`` catches it."""
+
+
+def require_count(value: Any, name: str = "k") -> int:
+    """Return ``value`` if it is an exact, non-negative int (never a bool or a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+    if value < 0:
+        raise InvalidArgument(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def require_finite(value: Any, name: str, *, minimum: float | None = 0.0) -> float:
+    """Return ``value`` as a float if it is a finite real number (>= ``minimum`` when given)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
+    f = float(value)
+    if not math.isfinite(f):
+        raise InvalidArgument(f"{name} must be finite, got {value!r}")
+    if minimum is not None and f < minimum:
+        raise InvalidArgument(f"{name} must be >= {minimum}, got {value!r}")
+    return f
+
+
+def require_name(value: Any, name: str) -> str:
+    """Return ``value`` if it is a non-empty, non-blank string."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{name} must be a non-empty string, got {value!r}")
+    return value

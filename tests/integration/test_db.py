@@ -1,0 +1,56 @@
+"""Database resolution: ephemeral stores, persistent roots, explicit URLs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+from service import Substrate
+
+
+def test_default_store_is_fresh_and_dropped_on_close() -> None:
+    s = Substrate()
+    s.add("text", "x")
+    url = s.url
+    name = url.rsplit("/", 1)[-1].split("?")[0]
+    s.close()
+    admin = create_engine(url.replace(f"/{name}?", "/postgres?"))
+    with admin.connect() as c:
+        assert c.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first() is None
+    admin.dispose()
+
+
+def test_opening_a_default_store_is_fast_once_the_server_is_up() -> None:
+    Substrate().close()
+    t0 = time.perf_counter()
+    s = Substrate()
+    elapsed = time.perf_counter() - t0
+    s.close()
+    assert elapsed < 1.0  # target 0.3 s; generous bound for a loaded CI machine
+
+
+def test_url_store_sees_the_same_database(store: Substrate) -> None:
+    i = store.add("text", "shared")
+    other = Substrate(url=store.url)
+    assert other.get(i) is not None
+    other.close()
+
+
+def test_root_store_persists_across_processes(tmp_path: Path) -> None:
+    code = (
+        "import sys; from service import Substrate; s = Substrate(root=sys.argv[1]); "
+        "print(s.add('text', 'persisted')) if sys.argv[2] == 'w' else print(len(s), s.all()[0].text); s.close()"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "w"], capture_output=True, text=True, check=True)
+    item_id = out.stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "r"], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "persisted"]
+    s = Substrate(root=tmp_path)
+    assert s.get(item_id) is not None
+    s.save()
+    assert (tmp_path / "items.jsonl").exists()
+    s.close()

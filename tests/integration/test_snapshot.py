@@ -1,0 +1,85 @@
+"""save()/load(): atomic snapshots and all-or-nothing loading."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service import Substrate, SubstrateItem
+from service.snapshot import SnapshotError
+
+
+def test_save_then_load_into_another_store(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    a = make_store()
+    ids = [a.add("text", f"t{n}", payload={"n": n}) for n in range(5)]
+    path = a.save(tmp_path)
+    assert path == str(tmp_path / "items.jsonl")
+    assert len(Path(path).read_text().splitlines()) == 5
+    b = make_store()
+    b.add("text", "will be replaced")
+    b.load(tmp_path)
+    assert [i.id for i in b.all()] == ids and b.all() == a.all()
+
+
+def test_save_without_root_is_a_clear_error(store: Substrate) -> None:
+    with pytest.raises(ValueError, match="root"):
+        store.save()
+
+
+def test_failed_save_leaves_previous_snapshot_intact(store: Substrate, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store.add("text", "first")
+    store.save(tmp_path)
+    before = (tmp_path / "items.jsonl").read_bytes()
+    store.add("text", "second")
+
+    def boom(*a: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError):
+        store.save(tmp_path)
+    assert (tmp_path / "items.jsonl").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["items.jsonl"]
+
+
+@pytest.mark.parametrize(
+    "bad,reason",
+    [("{not json", "invalid JSON"), ('{"kind": "video"}', "invalid item"), ("[1, 2]", "invalid item")],
+)
+def test_bad_row_names_file_line_and_preview_and_changes_nothing(
+    store: Substrate, tmp_path: Path, bad: str, reason: str
+) -> None:
+    keep = store.add("text", "kept")
+    good = json.dumps(SubstrateItem(kind="text", text="ok").to_json())
+    (tmp_path / "items.jsonl").write_text(f"{good}\n{good}\n{bad}\n{good}\n")
+    head = store.events.head()
+    with pytest.raises(SnapshotError) as info:
+        store.load(tmp_path)
+    msg = str(info.value)
+    assert str(tmp_path / "items.jsonl") in msg and ":3:" in msg and reason in msg and bad[:8] in msg
+    assert info.value.line == 3
+    assert [i.id for i in store.all()] == [keep] and store.events.head() == head
+
+
+def test_missing_snapshot_is_file_not_found(store: Substrate, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        store.load(tmp_path)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(lines=st.lists(st.one_of(st.text(max_size=30), st.builds(lambda t: json.dumps({"kind": "text", "text": t}), st.text(max_size=20))), max_size=6))
+def test_load_either_loads_everything_or_nothing(store: Substrate, tmp_path_factory, lines: list[str]) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("snap")
+    (root / "items.jsonl").write_text("\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines), encoding="utf-8")
+    before = store.all()
+    try:
+        store.load(root)
+    except (ValueError, UnicodeError):
+        assert store.all() == before
+    else:
+        assert len(store) == len({i.id for i in store.all()})
