@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["PROJECTORS", "Projector", "apply_events", "read_model_tables"]
+__all__ = ["PROJECTORS", "Projector", "apply_events", "projector_names", "read_model_tables"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Projector:
 
 
 PROJECTORS: list[Projector] = []
+_LOADED = False
 
 
 def register(projector: Projector) -> Projector:
@@ -46,8 +47,18 @@ _SET_CHECKPOINTS = text(
 )
 
 
-def apply_events(conn: Connection, events: Sequence[Any]) -> None:
-    """Apply ``events`` (in seq order) to every projector and advance each checkpoint, in ``conn``'s transaction."""
+def projector_names() -> list[str]:
+    """The names of the inline projectors (their checkpoints advance with every append)."""
+    _load()
+    return [p.name for p in PROJECTORS]
+
+
+def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = True) -> None:
+    """Apply ``events`` (in seq order) to every projector, in ``conn``'s transaction.
+
+    Each checkpoint advances in the same transaction; ``checkpoint=False`` when the caller's own statement
+    already advanced them (the single-event append folds it into its INSERT).
+    """
     if not events:
         return
     _load()
@@ -55,12 +66,17 @@ def apply_events(conn: Connection, events: Sequence[Any]) -> None:
         mine = [e for e in events if e.type in p.handles]
         if mine:
             p.apply(conn, mine)
-    conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in PROJECTORS], "seq": events[-1].seq})
+    if checkpoint:
+        conn.execute(_SET_CHECKPOINTS, {"names": projector_names(), "seq": events[-1].seq})
 
 
 def _load() -> None:
     # Projector modules register themselves on import; import them lazily to keep import order simple.
-    if PROJECTORS:
+    # Guard on a flag, not on PROJECTORS: a service module importing one projector module directly
+    # (e.g. projections.items for ITEM_EVENTS) must not stop the others from loading.
+    global _LOADED
+    if _LOADED:
         return
+    _LOADED = True
     import projections.items  # noqa: F401
     import projections.revisions  # noqa: F401

@@ -12,21 +12,31 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
+from projections.registry import projector_names
 from service.errors import ConcurrencyError
 from service.events import NewEvent, StoredEvent, event_address, normalize_json
 
 __all__ = ["ChainReport", "EventStore", "row_to_event"]
 
-_LOCK_HEAD = text("SELECT seq, event_id FROM log_head WHERE id = 1 FOR UPDATE")
+# Take the chain lock and read the streams' current versions in one round trip.
+_LOCK_HEAD = text(
+    "SELECT h.seq, h.event_id, v.versions FROM log_head h, LATERAL ("
+    " SELECT coalesce(jsonb_object_agg(stream, version), '{}'::jsonb)::text AS versions FROM ("
+    "  SELECT stream, max(version) AS version FROM events"
+    "  WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream) s) v "
+    "WHERE h.id = 1 FOR UPDATE OF h"
+)
+# One statement: the event row, the new chain head, and every inline projector's checkpoint.
+_INSERT_ONE = text(
+    "WITH e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
+    " VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev) "
+    " RETURNING recorded_at), "
+    "h AS (UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1), "
+    "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
+    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq) "
+    "SELECT recorded_at FROM e"
+)
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
-_VERSIONS = text(
-    "SELECT stream, max(version) FROM events WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream"
-)
-_INSERT = text(
-    "INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
-    "VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev) "
-    "RETURNING recorded_at"
-)
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Batches above this size go through COPY instead of one INSERT per row.
 _COPY_THRESHOLD = 64
@@ -94,9 +104,9 @@ class EventStore:
         # Appends are serialized on the single log_head row: while we hold it, nobody else can append, so
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
         # `seq > n` therefore never skips an event that commits late.
-        seq, prev = conn.execute(_LOCK_HEAD).one()
         streams = sorted({e.stream for e in events})
-        versions = dict(conn.execute(_VERSIONS, {"streams": streams}).all())
+        seq, prev, versions_json = conn.execute(_LOCK_HEAD, {"streams": streams}).one()
+        versions: dict[str, int] = loads(versions_json)
         stored: list[StoredEvent] = []
         for e, type_name, data in prepared:
             current = versions.get(e.stream, 0)
@@ -111,10 +121,25 @@ class EventStore:
             )
             stored.append(StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev))
             prev = event_id
-        stored = self._insert(conn, stored)
-        conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
-        apply_events(conn, stored)
+        if len(stored) == 1:
+            stored = [self._insert_one(conn, stored[0])]
+            apply_events(conn, stored, checkpoint=False)
+        else:
+            stored = self._insert(conn, stored)
+            conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
+            apply_events(conn, stored)
         return stored
+
+    def _insert_one(self, conn: Connection, s: StoredEvent) -> StoredEvent:
+        recorded = conn.execute(
+            _INSERT_ONE,
+            {
+                "seq": s.seq, "stream": s.stream, "version": s.version, "type": s.type, "data": dumps(s.data),
+                "principal": s.principal, "scope": s.scope, "event_id": s.event_id, "prev": s.prev,
+                "names": projector_names(),
+            },
+        ).scalar_one()
+        return _with_time(s, recorded)
 
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
         rows = [
@@ -124,9 +149,6 @@ class EventStore:
             }
             for s in stored
         ]
-        if len(rows) == 1:
-            recorded = conn.execute(_INSERT, rows[0]).scalar_one()
-            return [_with_time(stored[0], recorded)]
         raw = conn.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cur:
