@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection, Engine
 from projections.jsonutil import loads
 from projections.registry import apply_events, read_model_tables
 
-__all__ = ["RebuildReport", "rebuild", "shadow_digests", "table_digests"]
+__all__ = ["RebuildReport", "build_snapshot", "drop_snapshot", "rebuild", "shadow_digests", "table_digests"]
 
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 
@@ -98,6 +98,26 @@ def rebuild(
         n = _replay(conn, until, progress, batch)
         counts, digests = table_digests(conn)
     return RebuildReport(n, time.perf_counter() - t0, counts, digests)
+
+
+def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> int:
+    """Create ``schema`` with every read-model table and replay the log prefix ``seq <= until`` into it."""
+    if not schema.isidentifier():
+        raise ValueError(f"bad schema name {schema!r}")
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+        for table, _ in read_model_tables():
+            conn.execute(text(f"CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL)"))
+        conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
+        return _replay(conn, until, None, 2000)
+
+
+def drop_snapshot(engine: Engine, schema: str) -> None:
+    """Drop a schema made by build_snapshot."""
+    if not schema.isidentifier():
+        raise ValueError(f"bad schema name {schema!r}")
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
 def shadow_digests(engine: Engine, *, until: int | None = None) -> tuple[int, dict[str, int], dict[str, str]]:

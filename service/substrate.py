@@ -6,6 +6,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from sqlalchemy import text
 
 from projections import loads
 from service.db import Database, open_database
-from service.errors import ConcurrencyError
+from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.eventstore import ChainReport, EventStore
 from service.items import SubstrateItem
@@ -56,15 +57,32 @@ class Substrate:
             raise InvalidArgument(f"principal must be a non-empty string, got {principal!r}")
         self.principal = principal
         self.root = str(root) if root is not None else None
+        self._owns_db = True
         self._db = _database or open_database(url=url, root=root)
         self.engine = self._db.engine
         self.events = EventStore(self.engine)
         self.position = 0  # the log position of this handle's last write
+        self.read_only = False
+        self.as_of_seq: int | None = None
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
-        """Release the connection pool (an ephemeral store's database is dropped)."""
-        self._db.close()
+        """Release the connection pool (an ephemeral store's database is dropped); derived handles do nothing."""
+        if self._owns_db:
+            self._db.close()
+
+    def with_principal(self, principal: str) -> Substrate:
+        """Another handle on the same database whose writes are recorded as ``principal``'s."""
+        handle = Substrate(_database=self._db, principal=principal, secret_policy=self.secret_policy)  # type: ignore[arg-type]
+        handle.root = self.root
+        handle._owns_db = False
+        return handle
+
+    def as_of(self, at: int | datetime) -> Substrate:
+        """A read-only view of the store as it was right after event ``at`` (a seq) or at time ``at``."""
+        from service.timetravel import open_view
+
+        return open_view(self, at)
 
     def __enter__(self) -> Substrate:
         return self
@@ -78,6 +96,8 @@ class Substrate:
 
     # ----------------------------------------------------------------- writes
     def _append(self, events: Sequence[NewEvent]) -> list[StoredEvent]:
+        if self.read_only:
+            raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
         stored = self.events.append(events, self.principal)
         if stored:
             self.position = stored[-1].seq
@@ -243,6 +263,8 @@ class Substrate:
 
     def load(self, root: str | os.PathLike[str] | None = None) -> None:
         """Replace this store's items with {root}/items.jsonl, all-or-nothing (errors name file, line, preview)."""
+        if self.read_only:
+            raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
         items = read_snapshot(self._root_for(root))
         prepared = [self._prepare(it, None) for it in items]
         keep = {d["id"] for d in prepared}
