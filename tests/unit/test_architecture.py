@@ -1,0 +1,17 @@
+"""The layer rules of DESIGN.md hold: projections never import the service; the library never its entrypoints."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(shutil.which("lint-imports") is None, reason="import-linter is a dev dependency")
+def test_import_contracts_are_kept() -> None:
+    result = subprocess.run(["lint-imports"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:]
