@@ -78,5 +78,8 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
+    import projections.governance  # noqa: F401
+    import projections.grants  # noqa: F401
+    import projections.history  # noqa: F401
     import projections.items  # noqa: F401
     import projections.revisions  # noqa: F401

@@ -1,3 +1,222 @@
-"""Placeholder: filled in by its issue."""
+"""The access-policy decision point (MXR-080-0264): in memory, or persisted as AccessGranted/AccessRevoked events."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+from service.errors import ConcurrencyError, ReadOnlyError
+from service.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
+from service.validation import InvalidArgument, require_name
+
+if TYPE_CHECKING:
+    from service.substrate import Substrate
+
+__all__ = [
+    "ACCESS_MODES",
+    "PUBLIC",
+    "AccessDeniedError",
+    "AccessPolicy",
+    "grant_access",
+    "revoke_access",
+    "stored_policy",
+    "visible_scopes",
+]
+
+PUBLIC = "public"
+# The modes an AccessGranted event may carry; "readwrite" is the persisted form of AccessPolicy.grant().
+ACCESS_MODES = ("read", "write", "readwrite")
+_RETRIES = 16
+
+
+class AccessDeniedError(PermissionError):
+    """Raised when a principal is not authorized for the scope it tried to read, write, or publish."""
+
+    def __init__(self, principal: str, scope: str, mode: str, detail: str = "") -> None:
+        self.principal = principal
+        self.scope = scope
+        self.mode = mode
+        msg = f"principal {principal!r} may not {mode} scope {scope!r}"
+        super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+def _names(principal: Any, scope: Any) -> tuple[str, str]:
+    return require_name(principal, "principal"), require_name(scope, "scope")
+
+
+def _intrinsic(principal: str, scope: str) -> bool:
+    # A principal's home scope (its own name) and the PUBLIC commons are never grant-dependent.
+    return scope == principal or scope == PUBLIC
+
+
+@dataclass
+class AccessPolicy:
+    """The one place that decides whether a principal may read or write a scope (home scope and PUBLIC always)."""
+
+    _read: dict[str, set[str]] = field(default_factory=dict)
+    _write: dict[str, set[str]] = field(default_factory=dict)
+
+    def _granted(self, principal: str, scope: str, mode: str) -> bool:
+        table = self._read if mode == "read" else self._write
+        return scope in table.get(principal, ())
+
+    def _add(self, table: dict[str, set[str]], principal: Any, scope: Any) -> AccessPolicy:
+        p, s = _names(principal, scope)
+        table.setdefault(p, set()).add(s)
+        return self
+
+    def grant_read(self, principal: str, scope: str) -> AccessPolicy:
+        """Grant principal read access to scope beyond its home scope and PUBLIC (chainable)."""
+        return self._add(self._read, principal, scope)
+
+    def grant_write(self, principal: str, scope: str) -> AccessPolicy:
+        """Grant principal write access to scope beyond its home scope and PUBLIC (chainable)."""
+        return self._add(self._write, principal, scope)
+
+    def grant(self, principal: str, scope: str) -> AccessPolicy:
+        """Grant principal both read and write access to scope (chainable)."""
+        return self.grant_read(principal, scope).grant_write(principal, scope)
+
+    def revoke(self, principal: str, scope: str) -> AccessPolicy:
+        """Revoke both grants of scope from principal (chainable); home scope and PUBLIC are never revocable."""
+        p, s = _names(principal, scope)
+        for table in (self._read, self._write):
+            table.get(p, set()).discard(s)
+        return self
+
+    def can_read(self, principal: str, scope: str) -> bool:
+        """Whether principal may read items in scope."""
+        p, s = _names(principal, scope)
+        return _intrinsic(p, s) or self._granted(p, s, "read")
+
+    def can_write(self, principal: str, scope: str) -> bool:
+        """Whether principal may write (add or publish) items into scope."""
+        p, s = _names(principal, scope)
+        return _intrinsic(p, s) or self._granted(p, s, "write")
+
+    def require_read(self, principal: str, scope: str) -> None:
+        """Raise AccessDeniedError unless principal may read scope."""
+        if not self.can_read(principal, scope):
+            raise AccessDeniedError(principal, scope, "read")
+
+    def require_write(self, principal: str, scope: str) -> None:
+        """Raise AccessDeniedError unless principal may write scope."""
+        if not self.can_write(principal, scope):
+            raise AccessDeniedError(principal, scope, "write")
+
+    def readable(self, principal: str, scopes: Iterable[str]) -> set[str]:
+        """The subset of ``scopes`` principal may read right now (one decision for the whole set)."""
+        return {s for s in scopes if self.can_read(principal, s)}
+
+
+def visible_scopes(team: str, *, shared: Sequence[str] = (PUBLIC,)) -> set[str]:
+    """The scopes a team may read: its own id plus ``shared`` (pure; Space validates shared against a policy)."""
+    require_name(team, "team")
+    if isinstance(shared, str):
+        raise InvalidArgument("shared must be a sequence of scope names, not a single string")
+    return {team, *(require_name(s, "shared scope") for s in shared)}
+
+
+# ------------------------------------------------------------------ the persisted form
+def _acl_stream(scope: str) -> str:
+    return f"acl:{scope}"
+
+
+def _append_as(store: Substrate, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
+    """Append in one transaction, recording ``principal`` (the acting ``by``) as the events' who."""
+    stored = store.events.append(events, principal)
+    if stored:
+        store.position = stored[-1].seq
+    return stored
+
+
+class _LivePolicy(AccessPolicy):
+    """A read-only view of the persisted grants, re-read at every decision (revocations apply at once)."""
+
+    def __init__(self, store: Substrate) -> None:
+        super().__init__()
+        self._store = store
+
+    def _granted(self, principal: str, scope: str, mode: str) -> bool:
+        column = "can_read" if mode == "read" else "can_write"
+        sql = text(f"SELECT {column} FROM grants WHERE principal = :p AND scope = :s")
+        with self._store.engine.connect() as c:
+            return bool(c.execute(sql, {"p": principal, "s": scope}).scalar())
+
+    def readable(self, principal: str, scopes: Iterable[str]) -> set[str]:
+        wanted = set(scopes)
+        p = require_name(principal, "principal")
+        out = {s for s in wanted if _intrinsic(p, require_name(s, "scope"))}
+        sql = text("SELECT scope FROM grants WHERE principal = :p AND can_read AND scope = ANY(CAST(:s AS text[]))")
+        with self._store.engine.connect() as c:
+            out.update(r[0] for r in c.execute(sql, {"p": p, "s": sorted(wanted - out)}))
+        return out
+
+    def _add(self, table: dict[str, set[str]], principal: Any, scope: Any) -> AccessPolicy:
+        raise ReadOnlyError("a live stored policy is read-only: persist grants with grant_access(store, ..., by=)")
+
+    def revoke(self, principal: str, scope: str) -> AccessPolicy:
+        raise ReadOnlyError("a live stored policy is read-only: persist revocations with revoke_access(store, ..., by=)")
+
+
+def stored_policy(store: Substrate, *, live: bool = False) -> AccessPolicy:
+    """The store's current policy from the ``grants`` read model: a snapshot, or (live=True) a read-only live view."""
+    if live:
+        return _LivePolicy(store)
+    policy = AccessPolicy()
+    with store.engine.connect() as c:
+        rows = c.execute(text("SELECT principal, scope, can_read, can_write FROM grants ORDER BY principal, scope"))
+        for principal, scope, can_read, can_write in rows:
+            if can_read:
+                policy._read.setdefault(principal, set()).add(scope)
+            if can_write:
+                policy._write.setdefault(principal, set()).add(scope)
+    return policy
+
+
+def _may_administer(store: Substrate, by: str, scope: str) -> bool:
+    # Whoever may write a scope (its home owner, or a holder of a write grant) may open or close it to others.
+    return _LivePolicy(store).can_write(by, scope)
+
+
+def grant_access(store: Substrate, principal: str, scope: str, mode: str = "readwrite", *, by: str) -> int:
+    """Persist a grant as an AccessGranted event (``by`` must be able to write ``scope``); returns its log position."""
+    p, s = _names(principal, scope)
+    by = require_name(by, "by")
+    if mode not in ACCESS_MODES:
+        raise InvalidArgument(f"mode must be one of {ACCESS_MODES}, got {mode!r}")
+    for _ in range(_RETRIES):
+        version = store.events.stream_version(_acl_stream(s))
+        if not _may_administer(store, by, s):
+            raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may grant access to it")
+        event = NewEvent(_acl_stream(s), AccessGranted(principal=p, scope=s, mode=mode), scope=s,
+                         expected_version=version)
+        try:
+            return _append_as(store, [event], by)[0].seq
+        except ConcurrencyError:
+            continue
+    raise ConcurrencyError(_acl_stream(s), -1, f"grant on {s!r} kept colliding with other writers; gave up")
+
+
+def revoke_access(store: Substrate, principal: str, scope: str, *, by: str) -> bool:
+    """Persist the revocation of principal's grants on scope (by its administrator or itself); False if none."""
+    p, s = _names(principal, scope)
+    by = require_name(by, "by")
+    for _ in range(_RETRIES):
+        version = store.events.stream_version(_acl_stream(s))
+        if by != p and not _may_administer(store, by, s):
+            raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may revoke access to it")
+        with store.engine.connect() as c:
+            held = c.execute(text("SELECT 1 FROM grants WHERE principal = :p AND scope = :s"), {"p": p, "s": s}).first()
+        if held is None:
+            return False
+        event = NewEvent(_acl_stream(s), AccessRevoked(principal=p, scope=s), scope=s, expected_version=version)
+        try:
+            _append_as(store, [event], by)
+            return True
+        except ConcurrencyError:
+            continue
+    raise ConcurrencyError(_acl_stream(s), -1, f"revoke on {s!r} kept colliding with other writers; gave up")

@@ -1,3 +1,293 @@
-"""Placeholder: filled in by its issue."""
+"""Promotion governance: who may approve into which scope, and the append-only proposal history (MXR-080-1883)."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+from projections import loads
+from service.access import _append_as
+from service.errors import ConcurrencyError
+from service.events import (
+    ApproverGranted,
+    ItemPublished,
+    NewEvent,
+    PromotionApproved,
+    PromotionProposed,
+    PromotionRejected,
+)
+from service.items import SubstrateItem
+from service.sharing import _ids, _Live, _live, _principal, published_state
+from service.validation import InvalidArgument, require_name
+
+if TYPE_CHECKING:
+    from service.substrate import Substrate
+
+__all__ = [
+    "AuthorizationDecision",
+    "Governance",
+    "GovernanceAuthorizationError",
+    "approve",
+    "authorization_decision",
+    "grant_approver",
+    "pending",
+    "proposal_history",
+    "propose",
+    "reject",
+    "stored_governance",
+]
+
+_RETRIES = 16
+PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
+
+
+class GovernanceAuthorizationError(PermissionError):
+    """Raised when an actor attempts a governance transition they are not authorized to make."""
+
+    def __init__(self, actor: str, scope: str, action: str, detail: str = "") -> None:
+        self.actor, self.scope, self.action = actor, scope, action
+        msg = f"{actor!r} may not {action} in scope {scope!r}"
+        super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+@dataclass
+class Governance:
+    """Who may approve promotions into which scope: a read-only ACL whose only way in is the audited grant()."""
+
+    _approvers: dict[str, set[str]] = field(default_factory=dict)
+    _grants: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Own copies: a caller keeping a reference to what it passed in cannot edit the ACL or its trail.
+        self._approvers = {require_name(s, "scope"): {require_name(w, "approver") for w in ws}
+                           for s, ws in dict(self._approvers).items()}
+        self._grants = [dict(g) for g in self._grants]
+
+    @property
+    def approvers(self) -> Mapping[str, frozenset[str]]:
+        """The live ACL, as a read-only view."""
+        return MappingProxyType({s: frozenset(ws) for s, ws in self._approvers.items()})
+
+    @property
+    def grants(self) -> tuple[Mapping[str, Any], ...]:
+        """The append-only grant audit trail (who, scope, by, bootstrap), as a read-only view."""
+        return tuple(MappingProxyType(dict(g)) for g in self._grants)
+
+    def may_approve(self, who: str, scope: str) -> bool:
+        """Return whether who is allowed to approve (or reject) promotion into scope."""
+        return require_name(who, "who") in self._approvers.get(require_name(scope, "scope"), ())
+
+    def _check_grant(self, who: Any, scope: Any, by: Any) -> dict[str, Any]:
+        who, scope, by = require_name(who, "who"), require_name(scope, "scope"), _principal(by)
+        owners = self._approvers.get(scope)
+        if owners and by not in owners:
+            raise GovernanceAuthorizationError(by, scope, "grant approvers", "only an existing approver may")
+        # An unowned scope may be claimed by anyone: recorded as a bootstrap, never passed off as authorized.
+        return {"who": who, "scope": scope, "by": by, "bootstrap": not owners}
+
+    def _record(self, entry: Mapping[str, Any]) -> None:
+        self._approvers.setdefault(entry["scope"], set()).add(entry["who"])
+        self._grants.append(dict(entry))
+
+    def grant(self, who: str, scope: str, *, by: str) -> Governance:
+        """Add who as an approver for scope (chainable): audited, and only by an existing approver once owned."""
+        self._record(self._check_grant(who, scope, by))
+        return self
+
+
+def stored_governance(store: Substrate) -> Governance:
+    """The governance state rebuilt from the ApproverGranted events (via the ``approvers`` read model)."""
+    gov = Governance()
+    with store.engine.connect() as c:
+        for who, scope, by, bootstrap in c.execute(text("SELECT who, scope, by, bootstrap FROM approvers ORDER BY seq")):
+            gov._record({"who": who, "scope": scope, "by": by, "bootstrap": bool(bootstrap)})
+    return gov
+
+
+def grant_approver(store: Substrate, who: str, scope: str, *, by: str) -> int:
+    """Persist an approver grant (gated like Governance.grant) as an ApproverGranted event; returns its position."""
+    scope = require_name(scope, "scope")
+    stream = f"governance:{scope}"
+    for _ in range(_RETRIES):
+        version = store.events.stream_version(stream)
+        entry = stored_governance(store)._check_grant(who, scope, by)
+        try:
+            return _append_as(store, [NewEvent(stream, ApproverGranted(**entry), scope=scope,
+                                               expected_version=version)], entry["by"])[0].seq
+        except ConcurrencyError:
+            continue  # e.g. two bootstraps racing: the loser is re-checked against the winner's grant
+    raise ConcurrencyError(stream, -1, f"approver grant on {scope!r} kept colliding; gave up")
+
+
+# ------------------------------------------------------------------ proposals
+def proposal_history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]:
+    """Every proposal/approval/rejection entry of an item, oldest first (append-only; never rewritten)."""
+    sql = text("SELECT entry::text, seq FROM proposals WHERE item_id = :id ORDER BY seq")
+    with substrate.engine.connect() as c:
+        return [{**loads(e), "seq": int(s)} for e, s in c.execute(sql, {"id": require_name(item_id, "item_id")})]
+
+
+def _open(substrate: Substrate, item_id: str) -> tuple[_Live, dict[str, Any], list[dict[str, Any]]] | None:
+    """The live item, its pending entry and full history, or None when nothing is pending."""
+    live = _live(substrate, [item_id]).get(item_id)
+    if live is None:
+        return None
+    entries = proposal_history(substrate, item_id)
+    if not entries or entries[-1]["status"] != "pending":
+        return None
+    return live, entries[-1], entries
+
+
+def _with_history(item: SubstrateItem | dict[str, Any], entries: list[dict[str, Any]]) -> SubstrateItem:
+    base = item if isinstance(item, SubstrateItem) else SubstrateItem(**item)
+    mirrored = [{k: v for k, v in e.items() if k != "seq"} for e in entries]
+    return dataclasses.replace(base, provenance={**base.provenance, PROPOSAL_HISTORY: mirrored})
+
+
+def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> list[str]:
+    """Mark items as pending promotion to ``to`` (not yet visible there); items already pending are skipped."""
+    to, by, wanted = require_name(to, "to"), _principal(by), _ids(ids)
+    done = []
+    for item_id in wanted:
+        for _ in range(_RETRIES):
+            live = _live(substrate, [item_id]).get(item_id)
+            entries = proposal_history(substrate, item_id) if live is not None else []
+            if live is None or (entries and entries[-1]["status"] == "pending"):
+                break
+            entry = {"status": "pending", "to": to, "from": live.item.scope, "by": by}
+            item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
+            event = PromotionProposed(item=item, entry=entry)
+            try:
+                _append_as(substrate, [NewEvent(item_id, event, scope=live.item.scope,
+                                                expected_version=live.version)], by)
+            except ConcurrencyError:
+                continue
+            done.append(item_id)
+            break
+    return done
+
+
+def _require_governance(governance: Any) -> Governance:
+    if not isinstance(governance, Governance):
+        raise InvalidArgument(f"governance must be a Governance, got {type(governance).__name__}")
+    return governance
+
+
+def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governance, to: str | None = None) -> bool:
+    """Publish a pending item into its proposed scope iff ``by`` may approve there; False when nothing is pending."""
+    by, gov = _principal(by), _require_governance(governance)
+    for _ in range(_RETRIES):
+        state = _open(substrate, require_name(item_id, "item_id"))
+        if state is None:
+            return False
+        live, pending_entry, entries = state
+        target = pending_entry["to"]
+        if to is not None and to != target:
+            raise ValueError(f"item {item_id!r} is proposed to {target!r}, not {to!r}")
+        if not gov.may_approve(by, target):
+            raise GovernanceAuthorizationError(by, target, "approve promotion", f"item {item_id!r}")
+        published, share = published_state(live, target, by, via="promotion")
+        published = substrate._prepare(SubstrateItem(**published), None)
+        entry = {"status": "approved", "to": target, "from": pending_entry["from"], "by": by,
+                 "proposer": pending_entry["by"], "decides": pending_entry["seq"]}
+        final = substrate._prepare(_with_history(published, [*entries, entry]), None)
+        events = [
+            NewEvent(item_id, ItemPublished(item=published, entry=share), scope=target, expected_version=live.version),
+            NewEvent(item_id, PromotionApproved(item=final, entry=entry), scope=target),
+        ]
+        try:
+            _append_as(substrate, events, by)
+        except ConcurrencyError:
+            continue
+        return True
+    raise ConcurrencyError(item_id, -1, "approve kept colliding with other writers; gave up")
+
+
+def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governance, reason: str = "") -> bool:
+    """Refuse a pending promotion (by its proposer or an approver of the target); False when nothing is pending."""
+    by, gov = _principal(by), _require_governance(governance)
+    if not isinstance(reason, str):
+        raise InvalidArgument(f"reason must be a string, got {type(reason).__name__}")
+    for _ in range(_RETRIES):
+        state = _open(substrate, require_name(item_id, "item_id"))
+        if state is None:
+            return False
+        live, pending_entry, entries = state
+        target, proposer = pending_entry["to"], pending_entry["by"]
+        if by != proposer and not gov.may_approve(by, target):
+            raise GovernanceAuthorizationError(by, target, "reject promotion", "only the proposer or an approver may")
+        entry = {"status": "rejected", "to": target, "from": pending_entry["from"], "by": by, "proposer": proposer,
+                 "reason": reason, "withdrawn": by == proposer, "decides": pending_entry["seq"]}
+        item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
+        event = NewEvent(item_id, PromotionRejected(item=item, entry=entry), scope=live.item.scope,
+                         expected_version=live.version)
+        try:
+            _append_as(substrate, [event], by)
+        except ConcurrencyError:
+            continue
+        return True
+    raise ConcurrencyError(item_id, -1, "reject kept colliding with other writers; gave up")
+
+
+_PENDING = (
+    "SELECT i.doc::text FROM proposals p JOIN items i ON i.id = p.item_id "
+    "WHERE p.status = 'pending' AND (CAST(:to AS text) IS NULL OR p.to_scope = :to) "
+    "AND NOT EXISTS (SELECT 1 FROM proposals q WHERE q.item_id = p.item_id AND q.seq > p.seq) ORDER BY p.seq"
+)
+
+
+def pending(substrate: Substrate, *, to: str | None = None) -> list[SubstrateItem]:
+    """Live items awaiting approval (optionally only those proposed to ``to``), in proposal order (one query)."""
+    if to is not None:
+        require_name(to, "to")
+    with substrate.engine.connect() as c:
+        return [SubstrateItem(**loads(doc)) for (doc,) in c.execute(text(_PENDING), {"to": to})]
+
+
+@dataclass(frozen=True)
+class AuthorizationDecision:
+    """A completed promotion decision in the shared authorization shape (JSON-native via as_dict())."""
+
+    capability_id: str
+    version: str
+    digest: str
+    item_id: str
+    scope: str
+    decision: str  # "approved" | "rejected"
+    authorized: bool
+    decided_by: str
+    proposed_by: str
+    reason: str
+    seq: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def authorization_decision(
+    substrate: Substrate, item_id: str, *, capability_id: str, version: str, digest: str | None = None
+) -> AuthorizationDecision:
+    """Adapt an item's latest completed proposal to an AuthorizationDecision; pending or missing raise ValueError."""
+    require_name(capability_id, "capability_id")
+    require_name(version, "version")
+    if digest is not None:
+        require_name(digest, "digest")
+    sql = text("SELECT entry::text, seq, item_digest FROM proposals WHERE item_id = :id ORDER BY seq DESC LIMIT 1")
+    with substrate.engine.connect() as c:
+        row = c.execute(sql, {"id": require_name(item_id, "item_id")}).first()
+    if row is None:
+        raise ValueError(f"item {item_id!r} has no proposal, so there is no decision")
+    entry = loads(row[0])
+    if entry["status"] == "pending":
+        raise ValueError(f"item {item_id!r} has a pending proposal and no decision yet")
+    return AuthorizationDecision(
+        capability_id=capability_id, version=version, digest=digest if digest is not None else row[2],
+        item_id=item_id, scope=entry["to"], decision=entry["status"], authorized=entry["status"] == "approved",
+        decided_by=entry["by"], proposed_by=entry.get("proposer", entry["by"]), reason=entry.get("reason", ""),
+        seq=int(row[1]),
+    )

@@ -1,0 +1,69 @@
+"""The ``approvers`` (grant audit trail and live ACL) and ``proposals`` (append-only history) read models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from projections.canonical import item_digest
+from projections.jsonutil import dumps
+from projections.registry import Projector, register
+
+__all__ = ["PROPOSAL_EVENTS", "apply"]
+
+PROPOSAL_EVENTS = frozenset({"PromotionProposed", "PromotionApproved", "PromotionRejected"})
+
+_APPROVER = text(
+    "INSERT INTO approvers (seq, scope, who, by, bootstrap) VALUES (:seq, :scope, :who, :by, :bootstrap)"
+)
+_PROPOSAL = text(
+    "INSERT INTO proposals (item_id, seq, status, from_scope, to_scope, by, proposer, reason, item_digest, entry, "
+    "recorded_at) VALUES (:item_id, :seq, :status, :from_scope, :to_scope, :by, :proposer, :reason, :item_digest, "
+    "CAST(:entry AS jsonb), :recorded_at)"
+)
+
+
+def apply(conn: Connection, events: Sequence[Any]) -> None:
+    """Append one audit row per approver grant and one proposal-history row per promotion event (never update)."""
+    approvers, proposals = [], []
+    for e in events:
+        d = e.data
+        if e.type == "ApproverGranted":
+            approvers.append(
+                {"seq": e.seq, "scope": d["scope"], "who": d["who"], "by": d["by"], "bootstrap": bool(d["bootstrap"])}
+            )
+            continue
+        entry = d["entry"]
+        proposals.append(
+            {
+                "item_id": d["item"]["id"],
+                "seq": e.seq,
+                "status": entry["status"],
+                "from_scope": entry.get("from"),
+                "to_scope": entry["to"],
+                "by": entry["by"],
+                "proposer": entry.get("proposer", entry["by"]),
+                "reason": entry.get("reason", ""),
+                "item_digest": item_digest(d["item"]),
+                "entry": dumps(entry),
+                "recorded_at": e.recorded_at,
+            }
+        )
+    if approvers:
+        conn.execute(_APPROVER, approvers)
+    if proposals:
+        conn.execute(_PROPOSAL, proposals)
+
+
+register(
+    Projector(
+        name="governance",
+        handles=PROPOSAL_EVENTS | {"ApproverGranted"},
+        tables=("approvers", "proposals"),
+        apply=apply,
+        keys={"approvers": "seq", "proposals": "item_id, seq"},
+    )
+)

@@ -1,0 +1,46 @@
+"""The ``grants`` read model: each principal's current persisted read/write grants per scope."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from projections.registry import Projector, register
+
+__all__ = ["apply"]
+
+_GRANT = text(
+    "INSERT INTO grants (principal, scope, can_read, can_write, seq) VALUES (:p, :s, :r, :w, :seq) "
+    "ON CONFLICT (principal, scope) DO UPDATE SET can_read = grants.can_read OR EXCLUDED.can_read, "
+    "can_write = grants.can_write OR EXCLUDED.can_write, seq = EXCLUDED.seq"
+)
+_REVOKE = text("DELETE FROM grants WHERE principal = :p AND scope = :s")
+
+
+def apply(conn: Connection, events: Sequence[Any]) -> None:
+    """A grant adds its mode(s) to the row; a revocation removes both (in log order)."""
+    for e in events:
+        d = e.data
+        if e.type == "AccessGranted":
+            mode = d["mode"]
+            conn.execute(
+                _GRANT,
+                {"p": d["principal"], "s": d["scope"], "r": mode in ("read", "readwrite"),
+                 "w": mode in ("write", "readwrite"), "seq": e.seq},
+            )
+        else:
+            conn.execute(_REVOKE, {"p": d["principal"], "s": d["scope"]})
+
+
+register(
+    Projector(
+        name="grants",
+        handles=frozenset({"AccessGranted", "AccessRevoked"}),
+        tables=("grants",),
+        apply=apply,
+        keys={"grants": "principal, scope"},
+    )
+)

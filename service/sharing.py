@@ -1,0 +1,215 @@
+"""Publishing and merging as events (ItemPublished / ItemsMerged), and the history and revisions they leave."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+from projections import loads
+from service.access import PUBLIC, AccessPolicy, _append_as
+from service.errors import ConcurrencyError
+from service.events import ItemPublished, ItemRemoved, ItemsMerged, NewEvent
+from service.items import SubstrateItem
+from service.validation import InvalidArgument, require_name
+
+if TYPE_CHECKING:
+    from service.substrate import Substrate
+
+__all__ = ["MergeStrategy", "history", "merge_versions", "publish", "revision", "version_of"]
+
+_RETRIES = 16
+# Where an item's share version lives (a dedicated key: a caller's own provenance "version" is left alone).
+SHARE_VERSION = "share_version"
+
+
+class MergeStrategy(StrEnum):
+    """Which side's text/payload survives a merge (MXR-080-0266): a closed vocabulary; anything else raises."""
+
+    LATEST = "latest"  # the side with the higher share version wins (the kept side on a tie)
+    KEEP = "keep"  # the kept side always wins
+
+
+@dataclasses.dataclass(frozen=True)
+class _Live:
+    item: SubstrateItem
+    digest: str  # the content address of this exact state (resolvable with revision())
+    version: int  # the item stream's version, for the optimistic check
+
+
+def _live(store: Substrate, ids: Sequence[str]) -> dict[str, _Live]:
+    """The live rows of ``ids`` in one query."""
+    sql = text("SELECT id, doc::text, digest, version FROM items WHERE id = ANY(CAST(:ids AS text[]))")
+    with store.engine.connect() as c:
+        rows = c.execute(sql, {"ids": list(ids)}).all()
+    return {r[0]: _Live(SubstrateItem(**loads(r[1])), r[2], int(r[3])) for r in rows}
+
+
+def _ids(ids: Any) -> list[str]:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, set, frozenset)):
+        raise InvalidArgument(f"ids must be a list of item ids, got {type(ids).__name__}")
+    return list(dict.fromkeys(require_name(i, "item id") for i in ids))
+
+
+def _principal(by: Any, name: str = "by") -> str:
+    if not isinstance(by, str) or not by.strip():
+        raise InvalidArgument(f"{name} must be a non-empty, authenticated principal, got {by!r}")
+    return by
+
+
+def version_of(item: Any) -> int:
+    """The share version of an item (0 if never published): a monotonic counter bumped by each publish."""
+    prov = item.get("provenance") if isinstance(item, dict) else getattr(item, "provenance", None)
+    value = prov.get(SHARE_VERSION, 0) if isinstance(prov, dict) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def published_state(live: _Live, to: str, by: str, **entry_extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The item re-scoped into ``to`` with a bumped share version, and its history entry (pure)."""
+    item = live.item
+    version = version_of(item) + 1
+    provenance = {**item.provenance, "published_by": by, "published_from": item.scope, SHARE_VERSION: version}
+    published = dataclasses.replace(item, scope=to, provenance=provenance)
+    entry = {"action": "publish", "by": by, "from": item.scope, "to": to, "version": version,
+             "revision": live.digest, **entry_extra}
+    return published.to_json(), entry
+
+
+def publish(
+    substrate: Substrate,
+    ids: Sequence[str],
+    *,
+    to: str = PUBLIC,
+    by: str,
+    from_scope: str | None = None,
+    policy: AccessPolicy | None = None,
+) -> list[str]:
+    """Share items into ``to`` (MXR-080-0264/0265): write on ``to`` checked up front, read per item; one append."""
+    by = _principal(by)
+    to = require_name(to, "to")
+    wanted = _ids(ids)
+    if from_scope is not None:
+        require_name(from_scope, "from_scope")
+    policy = AccessPolicy() if policy is None else policy
+    policy.require_write(by, to)
+    for _ in range(_RETRIES):
+        live = _live(substrate, wanted)
+        # One decision for the distinct source scopes (one query even for a live stored policy).
+        readable = policy.readable(by, {row.item.scope for row in live.values()})
+        events, done = [], []
+        for item_id in wanted:
+            row = live.get(item_id)
+            # Skipped, not fatal: missing ids, a from_scope mismatch, and items `by` may not read.
+            if row is None or (from_scope is not None and row.item.scope != from_scope):
+                continue
+            if row.item.scope not in readable:
+                continue
+            data, entry = published_state(row, to, by)
+            events.append(NewEvent(item_id, ItemPublished(item=substrate._prepare(SubstrateItem(**data), None),
+                                                          entry=entry), scope=to, expected_version=row.version))
+            done.append(item_id)
+        try:
+            _append_as(substrate, events, by)
+        except ConcurrencyError:
+            continue
+        return done
+    raise ConcurrencyError(wanted[0] if wanted else "", -1, "publish kept colliding with other writers; gave up")
+
+
+def _union(*lists: Sequence[str], drop: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    return [x for x in dict.fromkeys(x for xs in lists for x in xs) if x not in drop]
+
+
+def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[dict[str, Any], dict[str, Any]]:
+    k, o = keep.item, other.item
+    vk, vo = version_of(k), version_of(o)
+    winner = o if prefer is MergeStrategy.LATEST and vo > vk else k
+    version = max(vk, vo) + 1
+    ids = {k.id, o.id}
+    merged = dataclasses.replace(
+        k,
+        text=winner.text,
+        payload=winner.payload,
+        provenance={**k.provenance, SHARE_VERSION: version, "merged_from": o.id, "merged_by": by},
+        tags=_union(k.tags, o.tags),
+        links=_union(k.links, o.links, drop=ids),
+        derived_from=_union(k.derived_from, o.derived_from, drop=ids),
+    )
+    entry = {
+        "action": "merge", "by": by, "from": o.scope, "to": k.scope, "version": version, "prefer": prefer.value,
+        "winner": winner.id,
+        "parents": [
+            {"id": k.id, "revision": keep.digest, "scope": k.scope, "version": vk},
+            {"id": o.id, "revision": other.digest, "scope": o.scope, "version": vo},
+        ],
+    }
+    return merged.to_json(), entry
+
+
+def merge_versions(
+    substrate: Substrate,
+    keep_id: str,
+    other_id: str,
+    *,
+    by: str | None = None,
+    prefer: MergeStrategy | str = MergeStrategy.LATEST,
+    policy: AccessPolicy | None = None,
+    confirm: bool = False,
+) -> str | None:
+    """Merge ``other_id`` into ``keep_id`` (MXR-080-0265/0266): one append of ItemsMerged + ItemRemoved."""
+    try:
+        strategy = MergeStrategy(prefer)
+    except ValueError:
+        raise ValueError(f"prefer must be one of {[m.value for m in MergeStrategy]}, got {prefer!r}") from None
+    keep_id, other_id = require_name(keep_id, "keep_id"), require_name(other_id, "other_id")
+    if keep_id == other_id:
+        raise ValueError(f"cannot merge item {keep_id!r} into itself")
+    policy = AccessPolicy() if policy is None else policy
+    for _ in range(_RETRIES):
+        live = _live(substrate, [keep_id, other_id])
+        if keep_id not in live or other_id not in live:
+            return None  # a no-op, decided before any authorization question
+        by = _principal(by)
+        if confirm is not True:
+            raise ValueError(f"merging deletes live item {other_id!r}; pass confirm=True to acknowledge it")
+        keep, other = live[keep_id], live[other_id]
+        policy.require_write(by, keep.item.scope)
+        policy.require_write(by, other.item.scope)
+        if keep.item.kind != other.item.kind:
+            raise ValueError(
+                f"cannot merge a {other.item.kind!r} item into a {keep.item.kind!r} item ({other_id!r} -> {keep_id!r})"
+            )
+        data, entry = _merged(keep, other, by, strategy)
+        events = [
+            NewEvent(keep_id, ItemsMerged(item=substrate._prepare(SubstrateItem(**data), None), removed=other_id,
+                                          entry=entry), scope=keep.item.scope, expected_version=keep.version),
+            NewEvent(other_id, ItemRemoved(id=other_id), scope=other.item.scope, expected_version=other.version),
+        ]
+        try:
+            _append_as(substrate, events, by)
+        except ConcurrencyError:
+            continue
+        return keep_id
+    raise ConcurrencyError(keep_id, -1, "merge kept colliding with other writers; gave up")
+
+
+def history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]:
+    """Every publish/merge of an item (also one merged away), oldest first: who, from, to, version, revisions."""
+    require_name(item_id, "item_id")
+    sql = text("SELECT entry::text, seq, recorded_at FROM item_history WHERE item_id = :id ORDER BY seq")
+    with substrate.engine.connect() as c:
+        rows = c.execute(sql, {"id": item_id}).all()
+    return [{**loads(e), "seq": int(seq), "at": at.timestamp() if at is not None else None} for e, seq, at in rows]
+
+
+def revision(substrate: Substrate, digest: str) -> dict[str, Any] | None:
+    """The full item state recorded under ``digest`` as an independent JSON dict, or None if never recorded."""
+    if not isinstance(digest, str):
+        raise InvalidArgument(f"digest must be a string, got {type(digest).__name__}")
+    with substrate.engine.connect() as c:
+        doc = c.execute(text("SELECT doc::text FROM revisions WHERE digest = :d"), {"d": digest}).scalar()
+    # Parsed fresh from the database on every call, so a caller's mutation never reaches the stored snapshot.
+    return None if doc is None else loads(doc)
