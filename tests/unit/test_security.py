@@ -1,0 +1,534 @@
+"""Secret detection and redaction: every rule fires on a real shape and stays quiet on its look-alikes."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.items import SubstrateItem
+from service.secret_rules import RULES
+from service.security import (
+    SecretFinding,
+    SecretPolicyError,
+    SecretScan,
+    detect_secrets,
+    guard_item,
+    redact_item,
+    redact_secrets,
+    safe_text,
+    scan_item,
+    scan_substrate,
+)
+
+# Every credential below is generated at import from a seeded RNG, so this file holds no secret-shaped literal.
+_RNG = random.Random(20240611)
+B62 = string.ascii_letters + string.digits
+B64 = B62 + "+/"
+URLSAFE = B62 + "_-"
+HEX = "0123456789abcdef"
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+DIGITS = string.digits
+
+
+def rnd(n: int, alphabet: str = B62) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def pem(kind: str, lines: int = 6, newline: str = "\n") -> str:
+    body = newline.join(rnd(64, B64) for _ in range(lines))
+    return f"-----BEGIN {kind}-----{newline}{body}{newline}-----END {kind}-----"
+
+
+GHP = "ghp_" + rnd(36)
+GCP_PEM = pem("PRIVATE KEY", newline="\\n") + "\\n"
+BASIC = "dXNlcjpzM2NyM3RQQHNzdzByZA=="  # base64 of a user:password pair that is no documented placeholder
+
+# (rule, text, the exact secret that must be masked)
+TRUE_POSITIVES = [
+    ("aws_access_key_id", "aws_access_key_id = AKIA" + (k := rnd(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")), "AKIA" + k),
+    ("aws_access_key_id", "creds: ASIA" + (k := rnd(16, UPPER_DIGITS)) + " (session)", "ASIA" + k),
+    ("aws_secret_key", "aws_secret_access_key = " + (k := rnd(40, B64)), k),
+    ("aws_secret_key", '{"SecretAccessKey": "' + (k := rnd(40, B64)) + '"}', k),
+    ("gcp_api_key", "https://maps.googleapis.com/api?key=AIza" + (k := rnd(35, URLSAFE)), "AIza" + k),
+    ("gcp_service_account_key", '{"type": "service_account", "private_key": "' + GCP_PEM + '"}', GCP_PEM),
+    (
+        "azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        + (k := rnd(86, B64) + "==")
+        + ";EndpointSuffix=core.windows.net",
+        k,
+    ),
+    ("azure_storage_key", "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKey=" + (k := rnd(43, B64) + "="), k),
+    (
+        "azure_sas_token",
+        "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + (k := rnd(43, B62) + "%3D"),
+        k,
+    ),
+    ("github_token", "git clone https://" + GHP + "@github.com/o/r", GHP),
+    ("github_token", "GH_TOKEN=gho_" + (k := rnd(36)), "gho_" + k),
+    ("github_token", "ghu_" + (k := rnd(36)), "ghu_" + k),
+    ("github_token", "ghs_" + (k := rnd(36)), "ghs_" + k),
+    ("github_token", "ghr_" + (k := rnd(36)), "ghr_" + k),
+    ("github_token", "pat: github_pat_" + (k := rnd(22) + "_" + rnd(59)), "github_pat_" + k),
+    ("gitlab_token", "PRIVATE-TOKEN: glpat-" + (k := rnd(20, URLSAFE)), "glpat-" + k),
+    ("bitbucket_app_password", "BITBUCKET_APP_PASSWORD=" + (k := rnd(20)), k),
+    ("bitbucket_app_password", "ATBB" + (k := rnd(32)), "ATBB" + k),
+    (
+        "slack_token",
+        "SLACK_BOT=xoxb-" + (k := rnd(12, DIGITS) + "-" + rnd(13, DIGITS) + "-" + rnd(24)),
+        "xoxb-" + k,
+    ),
+    ("slack_token", "xoxp-" + (k := rnd(11, DIGITS) + "-" + rnd(12, DIGITS) + "-" + rnd(32, HEX)), "xoxp-" + k),
+    (
+        "slack_webhook",
+        "https://hooks.slack.com/services/"
+        + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(8, UPPER_DIGITS) + "/" + rnd(24)),
+        k,
+    ),
+    (
+        "discord_bot_token",
+        "DISCORD=" + (k := "MTA4NzY1NDMyMTAxMjM0NTY3OA." + rnd(6, URLSAFE) + "." + rnd(38, URLSAFE)),
+        k,
+    ),
+    (
+        "discord_webhook",
+        "https://discord.com/api/webhooks/" + rnd(18, DIGITS) + "/" + (k := rnd(68, URLSAFE)),
+        k,
+    ),
+    (
+        "telegram_bot_token",
+        "https://api.telegram.org/bot" + (k := rnd(10, DIGITS) + ":AA" + rnd(33, URLSAFE)) + "/getMe",
+        k,
+    ),
+    ("stripe_key", "stripe.api_key = 'sk_live_" + (k := rnd(24)) + "'", "sk_live_" + k),
+    ("stripe_key", "rk_live_" + (k := rnd(24)), "rk_live_" + k),
+    ("stripe_key", "sk_test_" + (k := rnd(24)), "sk_test_" + k),
+    ("stripe_webhook_secret", "whsec_" + (k := rnd(32)), "whsec_" + k),
+    ("square_access_token", "sq0atp-" + (k := rnd(22, URLSAFE)), "sq0atp-" + k),
+    ("square_access_token", "EAAA" + (k := rnd(60, URLSAFE)), "EAAA" + k),
+    ("square_oauth_secret", "sq0csp-" + (k := rnd(43, URLSAFE)), "sq0csp-" + k),
+    (
+        "paypal_braintree_token",
+        "access_token$production$" + (k := rnd(16, string.ascii_lowercase + DIGITS) + "$" + rnd(32, HEX)),
+        "access_token$production$" + k,
+    ),
+    ("openai_key", "OPENAI_API_KEY=sk-" + (k := rnd(48)), "sk-" + k),
+    ("openai_key", "sk-proj-" + (k := rnd(120, URLSAFE) + "A1"), "sk-proj-" + k),
+    ("anthropic_key", "x-api-key: sk-ant-api03-" + (k := rnd(93, URLSAFE) + "AA"), "sk-ant-api03-" + k),
+    ("huggingface_token", "huggingface-cli login --token hf_" + (k := rnd(34)), "hf_" + k),
+    ("twilio_api_key", "SK" + (k := rnd(32, HEX)), "SK" + k),
+    ("twilio_auth_token", 'Client("AC' + rnd(32, HEX) + '", "' + (k := rnd(32, HEX)) + '")', k),
+    ("twilio_auth_token", "twilio_auth_token: " + (k := rnd(32, HEX)), k),
+    ("sendgrid_api_key", "SG." + (k := rnd(22, URLSAFE) + "." + rnd(43, URLSAFE)), "SG." + k),
+    ("mailgun_api_key", "api:key-" + (k := rnd(32, HEX)), "key-" + k),
+    ("npm_token", "//registry.npmjs.org/:_authToken=npm_" + (k := rnd(36)), "npm_" + k),
+    ("pypi_token", "password = pypi-AgEIcHlwaS5vcmc" + (k := rnd(150, URLSAFE)), "pypi-AgEIcHlwaS5vcmc" + k),
+    ("datadog_api_key", "DD_API_KEY=" + (k := rnd(32, HEX)), k),
+    ("datadog_api_key", "-H 'DD-API-KEY: " + (k := rnd(32, HEX)) + "'", k),
+    ("datadog_app_key", "datadog_app_key: " + (k := rnd(40, HEX)), k),
+    ("newrelic_key", "NEW_RELIC_API_KEY=NRAK-" + (k := rnd(27, UPPER_DIGITS)), "NRAK-" + k),
+    ("shopify_token", "X-Shopify-Access-Token: shpat_" + (k := rnd(32, HEX)), "shpat_" + k),
+    ("shopify_token", "shpss_" + (k := rnd(32, HEX)), "shpss_" + k),
+    ("atlassian_api_token", "JIRA=ATATT3" + (k := rnd(180, URLSAFE) + "=" + rnd(8, HEX)), "ATATT3" + k),
+    ("private_key", "key:\n" + (k := pem("RSA PRIVATE KEY")) + "\nend", k),
+    ("private_key", (k := pem("OPENSSH PRIVATE KEY")), k),
+    ("private_key", (k := pem("PGP PRIVATE KEY BLOCK")), k),
+    ("jwt", "id_token " + (k := "eyJ" + rnd(33, URLSAFE) + ".eyJ" + rnd(60, URLSAFE) + "." + rnd(43, URLSAFE)), k),
+    ("url_password", "DATABASE_URL=postgres://app:" + (k := rnd(16)) + "@db.internal:5432/app", k),
+    ("url_password", "redis://:" + (k := rnd(12)) + "@cache:6379/0", k),
+    ("basic_auth", "curl -H 'Authorization: Basic " + BASIC + "' https://api", BASIC),
+    ("bearer_token", '{"Authorization": "Bearer ' + (k := rnd(40, URLSAFE) + "9") + '"}', k),
+    ("sensitive_assignment", 'DB_PASSWORD="' + (k := rnd(14, B62 + "!@#%^&")) + '"', k),
+    ("sensitive_assignment", "client_secret: " + (k := rnd(24) + "7"), k),
+    ("sensitive_assignment", "export API_KEY=" + (k := rnd(20) + "1"), k),
+    ("sensitive_assignment", '{"auth": "' + (k := rnd(18)) + '"}', k),
+    ("sensitive_assignment", "spring.datasource.password=" + (k := rnd(12) + "9"), k),
+    ("sensitive_assignment", "access_key = '" + (k := rnd(20)) + "'", k),
+]
+
+# (rule that must NOT fire, text)
+FALSE_POSITIVES = [
+    ("aws_access_key_id", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE"),
+    ("aws_access_key_id", "AKIA" + rnd(10, UPPER_DIGITS)),
+    ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("aws_secret_key", "secret access key rotation policy"),
+    ("gcp_api_key", "AIza" + rnd(20)),
+    ("gcp_service_account_key", '{"private_key": "-----BEGIN PRIVATE KEY-----\\n...\\n-----END PRIVATE KEY-----\\n"}'),
+    ("azure_storage_key", "AccountKey=<your-account-key>;"),
+    ("azure_sas_token", "https://example.org/page?sig=abc"),
+    ("github_token", "ghp_" + "x" * 36),
+    ("github_token", "see ghp_short and github_pat_ docs"),
+    ("gitlab_token", "glpat-" + "X" * 20),
+    ("bitbucket_app_password", "bitbucket_password: ${BITBUCKET_PASSWORD}"),
+    ("slack_token", "xoxb-xxxxxxxxxxxx-xxxxxxxxxxxx-xxxxxxxxxxxxxxxxxxxxxxxx"),
+    ("slack_webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("discord_bot_token", "MTA4NzY1NDMyMTAxMjM0NTY3OA.short.token"),
+    ("discord_webhook", "https://discord.com/api/webhooks/123456789012345678/your-webhook-token"),
+    ("telegram_bot_token", "at 12:30 we met; order 123456789:" + "confirmedandshippedtoyouaddressnow"),
+    ("stripe_key", "pk_live_" + rnd(24)),
+    ("stripe_webhook_secret", "whsec_" + "*" * 32),
+    ("square_access_token", "sq0atp-YOUR_ACCESS_TOKEN"),
+    ("square_oauth_secret", "sq0csp-placeholder"),
+    ("paypal_braintree_token", "access_token$production$<merchant>$<token>"),
+    ("openai_key", "pip install sk-learn-compatible-estimator-wrapper"),
+    ("openai_key", "OPENAI_API_KEY=sk-..."),
+    ("anthropic_key", "ANTHROPIC_API_KEY=sk-ant-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+    ("huggingface_token", "from huggingface_hub import hf_hub_download"),
+    ("twilio_api_key", "SKU" + rnd(32, HEX)),
+    ("twilio_auth_token", "account sid AC" + rnd(32, HEX) + " is public"),
+    ("sendgrid_api_key", "SG.example.com is a domain"),
+    ("mailgun_api_key", "pubkey-" + rnd(32, HEX)),
+    ("npm_token", "npm_config_cache=/tmp/npm"),
+    ("pypi_token", "pypi-token: use a trusted publisher"),
+    ("datadog_api_key", "DD_API_KEY=${DATADOG_API_KEY}"),
+    ("datadog_app_key", "dd_app_key: changeme"),
+    ("newrelic_key", "NRAK-EXAMPLEEXAMPLEEXAMPLEEXA"),
+    ("shopify_token", "shpat_" + "x" * 32),
+    ("atlassian_api_token", "ATATT3 tokens are documented at atlassian.com"),
+    ("private_key", pem("PUBLIC KEY")),
+    ("private_key", "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"),
+    ("private_key", "ssh-rsa AAAAB3NzaC1yc2E" + rnd(360, B64) + " dev@laptop"),
+    ("jwt", "eyJ is how base64 JSON starts"),
+    ("url_password", "postgres://user:changeme@localhost/db"),
+    ("url_password", "redis://localhost:6379/0 and https://host:8443/path"),
+    ("url_password", "postgres://${DB_USER}:${DB_PASSWORD}@db/app"),
+    ("basic_auth", "Authorization: Basic <credentials>"),
+    ("bearer_token", "Authorization: Bearer ${TOKEN}"),
+    ("bearer_token", "Bearer tokens are sent in a header"),
+    ("sensitive_assignment", "the password must be at least 8 characters"),
+    ("sensitive_assignment", "a token bucket refills at a fixed rate"),
+    ("sensitive_assignment", "password="),
+    ("sensitive_assignment", "token: null"),
+    ("sensitive_assignment", "password = None"),
+    ("sensitive_assignment", "password = True"),
+    ("sensitive_assignment", "secret: false"),
+    ("sensitive_assignment", 'password = os.environ["DB_PASSWORD"]'),
+    ("sensitive_assignment", "token=getpass()"),
+    ("sensitive_assignment", "api_key = settings.API_KEY"),
+    ("sensitive_assignment", "self.password = password"),
+    ("sensitive_assignment", "password = ${DB_PASSWORD}"),
+    ("sensitive_assignment", "TOKEN=$GITHUB_TOKEN"),
+    ("sensitive_assignment", "password: {{ vault_db_password }}"),
+    ("sensitive_assignment", "token: <your-token>"),
+    ("sensitive_assignment", "password = %(db_password)s"),
+    ("sensitive_assignment", "password: ********"),
+    ("sensitive_assignment", "api_key = 'your_api_key_here'"),
+    ("sensitive_assignment", "password: dummy-password-123"),
+    ("sensitive_assignment", "token: 123e4567-e89b-12d3-a456-426614174000"),
+    ("sensitive_assignment", "secret: sha256:" + rnd(64, HEX)),
+    ("sensitive_assignment", "password_hash = '" + rnd(64, HEX) + "'"),
+    ("sensitive_assignment", '{"password": "This field is required."}'),
+    ("sensitive_assignment", "Password: Required"),
+    ("sensitive_assignment", "password: str = Field(...)"),
+    ("sensitive_assignment", "max_tokens = 4096"),
+    ("sensitive_assignment", "next_page_token: " + rnd(12)),
+    ("sensitive_assignment", "PWD=/home/dev/project"),
+    ("sensitive_assignment", "password: !vault |"),
+    ("sensitive_assignment", "  existingSecret: postgres-credentials"),
+]
+
+
+def _finding_for(text: str, rule: str) -> SecretFinding:
+    matches = [f for f in detect_secrets(text) if f.rule == rule]
+    assert matches, f"{rule} did not fire on {text!r}"
+    return matches[0]
+
+
+@pytest.mark.parametrize(("rule", "text", "secret"), TRUE_POSITIVES, ids=[r for r, _, _ in TRUE_POSITIVES])
+def test_each_rule_fires_and_masks_exactly_the_secret(rule: str, text: str, secret: str) -> None:
+    finding = _finding_for(text, rule)
+    assert text[finding.start : finding.end] == secret
+    assert secret not in finding.preview and len(finding.preview) <= 12
+    redacted = redact_secrets(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{rule}]" in redacted
+    assert detect_secrets(redacted).clean
+
+
+@pytest.mark.parametrize(("rule", "text"), FALSE_POSITIVES, ids=[r for r, _ in FALSE_POSITIVES])
+def test_look_alikes_do_not_fire(rule: str, text: str) -> None:
+    assert detect_secrets(text).clean, detect_secrets(text).as_dict()
+    assert redact_secrets(text) == text
+
+
+def test_every_rule_has_a_true_and_a_false_positive() -> None:
+    names = {rule.name for rule in RULES}
+    assert len(names) == len(RULES)
+    assert all(name == name.lower() for name in names)
+    assert {r for r, _, _ in TRUE_POSITIVES} == names
+    assert {r for r, _ in FALSE_POSITIVES} == names
+
+
+def test_findings_do_not_overlap_and_the_most_specific_rule_names_a_tie() -> None:
+    token = "sk-proj-" + rnd(60, URLSAFE) + "Z9"
+    text = f"Authorization: Bearer {token}\ntoken={GHP}\npassword: '{GHP}'\nhttps://bot:{GHP}@github.com/x"
+    scan = detect_secrets(text)
+    assert scan.rules() == ["github_token", "openai_key"]
+    spans = [(f.start, f.end) for f in scan]
+    assert spans == sorted(spans)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+
+
+def test_fixed_point_assignment_context_is_masked_in_one_call() -> None:
+    # MXR-080-1882: masking only the credential must not leave 'token=<mask>' detectable as an assignment.
+    text = f"token={GHP}"
+    once = redact_secrets(text)
+    assert once == "token=[REDACTED:github_token]"
+    assert detect_secrets(once).clean
+    assert redact_secrets(once) == once
+    assert safe_text(text) == once
+
+
+def test_fixed_point_runs_more_than_one_pass_when_the_first_leaves_a_secret() -> None:
+    # The first pass keeps a prefix that is itself still a plausible password; the next pass masks it fully.
+    secret = rnd(17) + "9"
+    out = redact_secrets(f"password={secret}", mask="###", keep_prefix=8)
+    assert out == "password=###"
+    assert detect_secrets(out).clean
+
+
+def test_a_mask_that_is_itself_a_secret_shape_is_refused_not_returned_dirty() -> None:
+    # token=k9github_tokenk9 is itself an env-style literal, and so is every later pass's output.
+    with pytest.raises(SecretPolicyError, match="fixed point"):
+        redact_secrets(f"token={GHP}", mask="k9{rule}k9")
+
+
+def test_keep_prefix_keeps_the_start_of_the_secret_visible_but_never_half_of_it() -> None:
+    assert redact_secrets(GHP, keep_prefix=4) == "ghp_[REDACTED:github_token]"
+    capped = redact_secrets(GHP, keep_prefix=1000)
+    assert capped == GHP[:20] + "[REDACTED:github_token]"
+    custom = redact_secrets(f"see {GHP} now", mask="<{rule}>", keep_prefix=0)
+    assert custom == "see <github_token> now"
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "4", None])
+def test_keep_prefix_must_be_a_non_negative_int(bad: object) -> None:
+    with pytest.raises(ValueError, match="keep_prefix"):
+        redact_secrets(GHP, keep_prefix=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"[x]"])
+def test_mask_must_be_a_str(bad: object) -> None:
+    with pytest.raises(ValueError, match="mask"):
+        redact_secrets(GHP, mask=bad)  # type: ignore[arg-type]
+
+
+def test_text_must_be_a_str() -> None:
+    with pytest.raises(ValueError, match="text"):
+        detect_secrets(None)  # type: ignore[arg-type]
+
+
+def test_secret_scan_summary() -> None:
+    assert SecretScan().clean and SecretScan().rules() == [] and len(SecretScan()) == 0
+    scan = detect_secrets(f"a {GHP} b sk_live_{rnd(24)} c {GHP}")
+    assert not scan.clean
+    assert scan.rules() == ["github_token", "stripe_key"]
+    summary = scan.as_dict()
+    assert json.loads(json.dumps(summary)) == summary
+    assert summary["clean"] is False and summary["rules"] == ["github_token", "stripe_key"]
+    assert [f["rule"] for f in summary["findings"]] == ["github_token", "stripe_key", "github_token"]
+    assert GHP not in json.dumps(summary)
+    assert list(scan)[0] == scan[0] and isinstance(scan[0], SecretFinding)
+
+
+def test_secret_policy_error_is_a_value_error() -> None:
+    assert issubclass(SecretPolicyError, ValueError)
+
+
+def _leaky_item() -> SubstrateItem:
+    return SubstrateItem(
+        kind="record",
+        text=f"deploy with token={GHP}",
+        payload={
+            "service": "billing",
+            "db": {"password": "Tr0ub4dor&3x", "port": 5432, "hosts": ["db1", f"postgres://app:{SLACK_PW}@db2/x"]},
+            "env": [["OPENAI_API_KEY", "sk-" + OPENAI], {"nested": [f"Bearer {BEARER}"]}],
+            "sk_live_" + STRIPE: "a key used as a key",
+        },
+        tags=["billing", f"xoxb-{SLACK}"],
+    )
+
+
+OPENAI = rnd(46) + "Q7"
+STRIPE = rnd(24)
+SLACK = rnd(12, DIGITS) + "-" + rnd(13, DIGITS) + "-" + rnd(24)
+SLACK_PW = rnd(15) + "4"
+BEARER = rnd(32, URLSAFE) + "5"
+LEAKS = [GHP, "Tr0ub4dor&3x", SLACK_PW, OPENAI, BEARER, STRIPE, SLACK]
+
+
+def test_guard_item_redact_masks_text_payload_keys_values_and_tags_without_touching_the_original() -> None:
+    item = _leaky_item()
+    before = json.dumps(item.to_json(), sort_keys=True)
+    safe = guard_item(item, "redact")
+    assert json.dumps(item.to_json(), sort_keys=True) == before
+    assert safe is not item and safe.payload is not item.payload and safe.tags is not item.tags
+    dumped = json.dumps(safe.to_json())
+    for leak in LEAKS:
+        assert leak not in dumped
+    assert safe.text == "deploy with token=[REDACTED:github_token]"
+    assert safe.payload["db"]["password"] == "[REDACTED:sensitive_assignment]"
+    assert safe.payload["db"]["port"] == 5432
+    assert safe.payload["db"]["hosts"] == ["db1", "postgres://app:[REDACTED:url_password]@db2/x"]
+    assert safe.payload["env"][0] == ["OPENAI_API_KEY", "[REDACTED:openai_key]"]
+    assert safe.payload["env"][1] == {"nested": ["Bearer [REDACTED:bearer_token]"]}
+    assert safe.payload["[REDACTED:stripe_key]"] == "a key used as a key"
+    assert safe.tags == ["billing", "[REDACTED:slack_token]"]
+    assert (safe.id, safe.kind, safe.scope) == (item.id, item.kind, item.scope)
+    assert scan_item(safe).clean
+    assert guard_item(safe, "redact").to_json() == safe.to_json()
+
+
+def test_guard_item_reject_names_rules_and_fields_but_never_the_secret() -> None:
+    item = _leaky_item()
+    before = item.to_json()
+    with pytest.raises(SecretPolicyError) as info:
+        guard_item(item, "reject")
+    err = info.value
+    message = str(err)
+    for leak in LEAKS:
+        assert leak not in message
+    assert err.rules == [
+        "bearer_token",
+        "github_token",
+        "openai_key",
+        "sensitive_assignment",
+        "slack_token",
+        "stripe_key",
+        "url_password",
+    ]
+    assert "text" in err.fields and "tags[1]" in err.fields and "payload.db.password" in err.fields
+    assert "payload.db.hosts[1]" in err.fields and "payload.env[1].nested[0]" in err.fields
+    assert "payload.[REDACTED:stripe_key] (key)" in err.fields
+    assert "github_token" in message and "payload.db.password" in message
+    assert item.to_json() == before
+
+
+def test_guard_item_reject_passes_a_clean_item_through_as_a_copy() -> None:
+    item = SubstrateItem(kind="text", text="the password must be at least 8 characters", payload={"a": [1, "b"]})
+    out = guard_item(item, "reject")
+    assert out is not item and out.payload is not item.payload
+    assert out.to_json() == item.to_json()
+    assert guard_item(item, "redact").to_json() == item.to_json()
+
+
+@pytest.mark.parametrize("policy", ["", "REDACT", "allow", None])
+def test_guard_item_rejects_an_unknown_policy(policy: object) -> None:
+    with pytest.raises(ValueError, match="secret_policy"):
+        guard_item(SubstrateItem(kind="text", text="x"), policy)  # type: ignore[arg-type]
+
+
+def test_redact_item_counts_every_masked_secret() -> None:
+    item = _leaky_item()
+    before = item.to_json()
+    safe, count = redact_item(item)
+    assert count == len(LEAKS)
+    again, zero = redact_item(safe)
+    assert zero == 0 and again.to_json() == safe.to_json()
+    assert item.to_json() == before
+
+
+def test_redact_item_keeps_distinct_secret_keys_distinct() -> None:
+    a, b = "ghp_" + rnd(36), "ghp_" + rnd(36)
+    safe, count = redact_item(SubstrateItem(kind="record", payload={a: 1, b: 2}))
+    assert count == 2 and len(safe.payload) == 2 and sorted(safe.payload.values()) == [1, 2]
+
+
+def test_scan_item_covers_the_serialized_surface() -> None:
+    scan = scan_item(_leaky_item())
+    assert not scan.clean
+    assert "sensitive_assignment" in scan.rules() and "slack_token" in scan.rules()
+    assert scan_item(SubstrateItem(kind="record", payload={"password": None, "token": 4096})).clean
+
+
+class _FakeSubstrate:
+    def __init__(self, items: list[SubstrateItem]) -> None:
+        self.items = items
+        self.scopes: list[object] = []
+
+    def all(self, *, scope: str | None = None) -> list[SubstrateItem]:
+        self.scopes.append(scope)
+        return [i for i in self.items if scope is None or i.scope == scope]
+
+
+def test_scan_substrate_reports_dirty_items_by_id_and_rule() -> None:
+    dirty = _leaky_item()
+    clean = SubstrateItem(kind="text", text="nothing to see", scope="team")
+    other = SubstrateItem(kind="text", text="key " + "AKIA" + rnd(16, UPPER_DIGITS), scope="team")
+    store = _FakeSubstrate([dirty, clean, other])
+    report = scan_substrate(store)
+    assert report["n_items"] == 3 and report["n_dirty"] == 2
+    assert report["dirty"][0] == {"item_id": dirty.id, "rules": scan_item(dirty).rules()}
+    assert report["dirty"][1] == {"item_id": other.id, "rules": ["aws_access_key_id"]}
+    assert scan_substrate(store, scope="team") == {
+        "n_items": 2,
+        "n_dirty": 1,
+        "dirty": [{"item_id": other.id, "rules": ["aws_access_key_id"]}],
+    }
+    assert store.scopes == [None, "team"]
+    assert json.loads(json.dumps(report)) == report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("token=" * 170_000, id="assignments"),
+        pytest.param("ab://a:" * 150_000, id="url-prefixes"),
+        pytest.param("-----BEGIN PRIVATE KEY-----" * 37_000, id="pem-headers"),
+        pytest.param("token=" + ")" * 1_000_000, id="trailing-punctuation"),
+        pytest.param(rnd(1_000_000, B64 + ".-_:@ \n\"'=$"), id="random"),
+    ],
+)
+def test_a_megabyte_of_adversarial_text_scans_in_linear_time(text: str) -> None:
+    started = time.perf_counter()
+    redact_secrets(text)
+    assert time.perf_counter() - started < 10.0
+
+
+_FRAGMENTS = [
+    "token=",
+    "password: ",
+    "Authorization: Bearer ",
+    "https://u:",
+    "@host",
+    GHP,
+    "AKIA" + rnd(16, UPPER_DIGITS),
+    "[REDACTED:github_token]",
+    "eyJ",
+    ".",
+    '"',
+    "\\n",
+    "-----BEGIN PRIVATE KEY-----",
+    rnd(40, B64),
+    "sk-" + rnd(30),
+]
+_texts = st.lists(st.one_of(st.text(max_size=24), st.sampled_from(_FRAGMENTS)), max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(), _texts), st.integers(min_value=0, max_value=12))
+def test_redaction_is_total_idempotent_and_leaves_no_finding(text: str, keep: int) -> None:
+    out = redact_secrets(text)
+    assert detect_secrets(out).clean
+    assert redact_secrets(out) == out
+    kept = redact_secrets(text, keep_prefix=keep)
+    assert detect_secrets(kept).clean
+
+
+@settings(max_examples=200, deadline=None)
+@given(_texts)
+def test_findings_are_ordered_disjoint_and_never_preview_the_secret(text: str) -> None:
+    scan = detect_secrets(text)
+    previous_end = 0
+    for f in scan:
+        assert previous_end <= f.start < f.end <= len(text)
+        previous_end = f.end
+        secret = text[f.start : f.end]
+        assert len(secret) < 8 or secret not in f.preview
