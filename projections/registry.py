@@ -78,6 +78,7 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
+    import projections.beliefs  # noqa: F401
     import projections.governance  # noqa: F401
     import projections.grants  # noqa: F401
     import projections.history  # noqa: F401

@@ -1,0 +1,122 @@
+"""The ``beliefs`` read model: every live belief item with its credence and evidence trail, one row each.
+
+A belief is a ``record`` item tagged ``belief``. The fold copies the credence the event recorded (it never
+recomputes it, re-resolves a source or reads the clock), so a rebuild reproduces every credence exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from projections.items import ITEM_EVENTS
+from projections.jsonutil import dumps
+from projections.registry import Projector, register
+
+__all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key"]
+
+BELIEF_TAG = "belief"
+
+_UPSERT = text(
+    "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
+    "VALUES (:id, :scope, :claim_key, CAST(:claim AS jsonb), :credence, CAST(:evidence AS jsonb), "
+    "CAST(:sources AS text[]), :version, :seq, :seq) "
+    "ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, claim_key = EXCLUDED.claim_key, "
+    "claim = EXCLUDED.claim, credence = EXCLUDED.credence, evidence = EXCLUDED.evidence, "
+    "sources = EXCLUDED.sources, version = EXCLUDED.version, seq = EXCLUDED.seq"
+)
+_DELETE = text("DELETE FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))")
+
+
+def claim_key(claim_text: str) -> str:
+    """The normalized claim text a belief is keyed on within its scope (NFKC, casefolded, single-spaced)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", claim_text).casefold())
+    return " ".join(folded.split())
+
+
+def _credence(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) and 0.0 <= f <= 1.0 else None
+
+
+def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The row for an item state, or None when the item is not a well-formed belief."""
+    tags = item.get("tags") or []
+    payload = item.get("payload")
+    if item.get("kind") != "record" or BELIEF_TAG not in tags or not isinstance(payload, dict):
+        return None
+    claim = payload.get("claim")
+    trail = payload.get("evidence_history")
+    credence = _credence(payload.get("credence"))
+    if not isinstance(claim, dict) or not isinstance(claim.get("text"), str) or not isinstance(trail, list):
+        return None
+    if credence is None:
+        return None
+    sources: list[str] = []
+    for entry in trail:
+        source = entry.get("source_id") if isinstance(entry, dict) else None
+        if isinstance(source, str) and source and source not in sources:
+            sources.append(source)
+    return {
+        "id": item["id"],
+        "scope": item["scope"],
+        "claim_key": claim_key(claim["text"]),
+        "claim": dumps(claim),
+        "credence": credence,
+        "evidence": dumps(trail),
+        "sources": sources,
+    }
+
+
+def _ops(events: Sequence[Any]) -> list[tuple[str, Any]]:
+    ops: list[tuple[str, Any]] = []
+    for e in events:
+        item = e.data.get("item")
+        if item is not None:
+            row = belief_row(item)
+            if row is not None:
+                ops.append(("upsert", {**row, "version": e.version, "seq": e.seq}))
+            elif e.version > 1:
+                # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
+                # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
+                ops.append(("delete", item["id"]))
+        if e.type == "ItemsMerged" and e.data.get("removed"):
+            ops.append(("delete", e.data["removed"]))
+        if e.type == "ItemRemoved":
+            ops.append(("delete", e.data["id"]))
+    return ops
+
+
+def apply(conn: Connection, events: Sequence[Any]) -> None:
+    """Upsert belief states, delete rows of items that were removed or are no longer beliefs (in order)."""
+    ops = _ops(events)
+    i = 0
+    while i < len(ops):
+        kind = ops[i][0]
+        j = i
+        while j < len(ops) and ops[j][0] == kind:
+            j += 1
+        batch = [p for _, p in ops[i:j]]
+        if kind == "upsert":
+            conn.execute(_UPSERT, batch)
+        else:
+            conn.execute(_DELETE, {"ids": batch})
+        i = j
+
+
+register(
+    Projector(
+        name="beliefs",
+        handles=ITEM_EVENTS | {"ItemRemoved"},
+        tables=("beliefs",),
+        apply=apply,
+        keys={"beliefs": "id"},
+    )
+)

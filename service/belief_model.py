@@ -1,0 +1,259 @@
+"""Beliefs as values: claims, evidence entries, and the pure credence math that replays a trail exactly.
+
+Credence moves in log-odds space from a 0.5 prior, ``_K`` log-odds units per unit of tier strength
+("+" raises, "-" lowers, times the entry's weight). A belief with no verified evidence above the
+model-assertion tier is capped at ``MODEL_ASSERTION_CAP``: a model cannot talk itself into confidence.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections.beliefs import BELIEF_TAG, claim_key
+from service.items import DEFAULT_SCOPE, SubstrateItem
+from service.validation import InvalidArgument
+
+__all__ = ["MODEL_ASSERTION", "MODEL_ASSERTION_CAP", "BeliefItem", "Claim", "EvidenceEntry", "credence_from_history"]
+
+MODEL_ASSERTION = "model_assertion"
+# Evidence tiers, weakest to strongest, and the strength each carries when verified.
+_TIER_STRENGTH: dict[str, float] = {
+    MODEL_ASSERTION: 0.05,
+    "executable": 0.3,
+    "simulation": 0.5,
+    "held_out_truth": 0.8,
+    "real_measurement": 1.0,
+}
+TIERS: tuple[str, ...] = tuple(_TIER_STRENGTH)
+MODEL_ASSERTION_CAP = 0.5
+_ENTRY_KEYS = frozenset({"source_id", "tier", "direction", "weight", "time"})
+_K = 3.0
+DIRECTIONS = ("+", "-")
+# One entry's log-odds contribution is clipped here: far past saturation of the logistic, and it keeps an
+# enormous weight from producing inf (and inf - inf = nan) in the sum.
+_MAX_TERM = 1e6
+
+
+def check_tier(tier: Any, name: str = "tier") -> str:
+    """Return ``tier`` if it is a known evidence tier; InvalidArgument naming the field otherwise."""
+    if not isinstance(tier, str) or tier not in _TIER_STRENGTH:
+        raise InvalidArgument(f"{name} must be one of {list(TIERS)}, got {tier!r}")
+    return tier
+
+
+def check_direction(direction: Any, name: str = "direction") -> str:
+    """Return ``direction`` if it is "+" (supports) or "-" (contradicts) (MXR-080-0242)."""
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
+        raise InvalidArgument(f"{name} must be '+' (supports) or '-' (contradicts), got {direction!r}")
+    return direction
+
+
+def check_number(value: Any, name: str, *, minimum: float | None = None) -> float:
+    """Return ``value`` as a finite float (>= ``minimum`` when given); never a bool."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
+    f = float(value)
+    if not math.isfinite(f) or (minimum is not None and f < minimum):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise InvalidArgument(f"{name} must be a finite number{bound}, got {value!r}")
+    return f
+
+
+@dataclass
+class Claim:
+    """One atomic proposition (or typed quantity) pulled from a model's output."""
+
+    text: str
+    produced_by: dict[str, Any] = field(default_factory=dict)
+    quantity: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InvalidArgument(f"Claim.text must be a non-empty string, got {self.text!r}")
+        if not isinstance(self.produced_by, Mapping):
+            raise InvalidArgument(f"Claim.produced_by must be a dict, got {type(self.produced_by).__name__}")
+        self.produced_by = dict(self.produced_by)
+        if self.quantity is not None:
+            self.quantity = check_number(self.quantity, "Claim.quantity")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "produced_by": dict(self.produced_by), "quantity": self.quantity}
+
+
+@dataclass(frozen=True)
+class EvidenceEntry:
+    """One piece of evidence that moved a belief's credence, in the order it was applied.
+
+    ``verified`` is decided once, by ``assimilate`` (MXR-080-0243/0244), and carried on the entry so the
+    credence replays without touching the store; direct construction defaults it to True.
+    """
+
+    source_id: str
+    tier: str
+    direction: str = "+"
+    weight: float = 1.0
+    time: float = field(default_factory=time.time)
+    verified: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source_id, str):
+            raise InvalidArgument(f"EvidenceEntry.source_id must be a string, got {self.source_id!r}")
+        check_tier(self.tier, "EvidenceEntry.tier")
+        check_direction(self.direction, "EvidenceEntry.direction")
+        object.__setattr__(self, "weight", check_number(self.weight, "EvidenceEntry.weight", minimum=0.0))
+        object.__setattr__(self, "time", check_number(self.time, "EvidenceEntry.time"))
+        if not isinstance(self.verified, bool):
+            raise InvalidArgument(f"EvidenceEntry.verified must be a bool, got {self.verified!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id, "tier": self.tier, "direction": self.direction,
+            "weight": self.weight, "time": self.time, "verified": self.verified,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EvidenceEntry:
+        """Rebuild an already-decided entry (its stored ``verified`` flag is kept as recorded)."""
+        if not isinstance(d, Mapping):
+            raise InvalidArgument(f"an evidence entry must be a dict, got {type(d).__name__}")
+        keys = ("source_id", "tier", "direction", "weight", "time", "verified")
+        return cls(**{k: d[k] for k in keys if k in d})
+
+
+@dataclass
+class BeliefItem:
+    """A claim's current credence plus the full evidence trail that produced it."""
+
+    id: str
+    claim: Claim
+    credence: float
+    evidence_history: list[EvidenceEntry] = field(default_factory=list)
+    scope: str = DEFAULT_SCOPE
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-native form: id, scope, claim, credence and the evidence trail."""
+        return {
+            "id": self.id, "scope": self.scope, "claim": self.claim.to_json(), "credence": self.credence,
+            "evidence_history": [e.to_json() for e in self.evidence_history],
+        }
+
+
+def _entry(e: EvidenceEntry | Mapping[str, Any]) -> EvidenceEntry:
+    return e if isinstance(e, EvidenceEntry) else EvidenceEntry.from_json(e)
+
+
+def is_grounding(e: EvidenceEntry) -> bool:
+    """Independent support: a tier above model assertion that verified at assimilation and still weighs."""
+    return e.tier != MODEL_ASSERTION and e.verified and e.weight > 0
+
+
+def has_real_support(history: Sequence[EvidenceEntry]) -> bool:
+    """Whether any entry of ``history`` is independent support (lifts the model-assertion cap)."""
+    return any(is_grounding(e) for e in history)
+
+
+def _logistic(x: float) -> float:
+    # Split on the sign so exp never overflows, whatever the magnitude of the log-odds.
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def credence_from_history(evidence_history: Sequence[EvidenceEntry]) -> float:
+    """The credence a trail implies, a pure function: replaying a stored trail reproduces its credence exactly.
+
+    An unverified entry counts at model-assertion strength and never lifts the cap (MXR-080-0243).
+    """
+    entries = [_entry(e) for e in evidence_history]
+    if not entries:
+        return 0.5
+    terms = []
+    for e in entries:
+        if e.weight <= 0:
+            continue
+        strength = _TIER_STRENGTH[e.tier] if is_grounding(e) else _TIER_STRENGTH[MODEL_ASSERTION]
+        term = min(strength * _K * e.weight, _MAX_TERM)
+        terms.append(term if e.direction == "+" else -term)
+    # fsum is exact, so the result does not depend on the order the entries were applied in.
+    credence = _logistic(math.fsum(terms))
+    if not has_real_support(entries):
+        credence = min(credence, MODEL_ASSERTION_CAP)
+    return credence
+
+
+def raw_entries(evidence: Any) -> list[dict[str, Any]]:
+    """Validate caller-supplied evidence (a dict, an entry, or a list) into entry fields minus ``verified``."""
+    if isinstance(evidence, (Mapping, EvidenceEntry)):
+        evidence = [evidence]
+    if isinstance(evidence, (str, bytes)) or not isinstance(evidence, (list, tuple)):
+        raise InvalidArgument(f"evidence must be an entry dict or a list of them, got {type(evidence).__name__}")
+    if not evidence:
+        raise InvalidArgument("evidence must hold at least one entry")
+    now = time.time()
+    out = []
+    for i, raw in enumerate(evidence):
+        name = f"evidence[{i}]"
+        if isinstance(raw, EvidenceEntry):
+            raw = {k: v for k, v in raw.to_json().items() if k != "verified"}
+        if not isinstance(raw, Mapping):
+            raise InvalidArgument(f"{name} must be a dict, got {type(raw).__name__}")
+        unknown = sorted(str(k) for k in raw if k not in _ENTRY_KEYS)
+        if unknown:
+            hint = " (verified is decided by assimilate)" if "verified" in unknown else ""
+            raise InvalidArgument(f"{name} has unknown field(s) {unknown}; allowed {sorted(_ENTRY_KEYS)}{hint}")
+        if "tier" not in raw:
+            raise InvalidArgument(f"{name}.tier is required (one of {list(TIERS)})")
+        source = raw.get("source_id")
+        if source is not None and not isinstance(source, str):
+            raise InvalidArgument(f"{name}.source_id must be a string, got {source!r}")
+        out.append(
+            {
+                "source_id": source or "",
+                "tier": check_tier(raw["tier"], f"{name}.tier"),
+                "direction": check_direction(raw.get("direction", "+"), f"{name}.direction"),
+                "weight": check_number(raw.get("weight", 1.0), f"{name}.weight", minimum=0.0),
+                "time": check_number(raw.get("time", now), f"{name}.time"),
+            }
+        )
+    return out
+
+
+def belief_to_item(belief: BeliefItem, created_at: float | None = None) -> SubstrateItem:
+    """The stored form: a ``record`` item tagged ``belief`` holding claim, key, credence and trail."""
+    kw: dict[str, Any] = {} if created_at is None else {"created_at": created_at}
+    return SubstrateItem(
+        id=belief.id,
+        kind="record",
+        text=belief.claim.text,
+        payload={
+            "key": claim_key(belief.claim.text),
+            "claim": belief.claim.to_json(),
+            "credence": belief.credence,
+            "evidence_history": [e.to_json() for e in belief.evidence_history],
+        },
+        provenance={"kind": BELIEF_TAG},
+        scope=belief.scope,
+        tags=[BELIEF_TAG],
+        **kw,
+    )
+
+
+def belief_from_item(item: SubstrateItem | Mapping[str, Any]) -> BeliefItem:
+    """Read a belief back from its stored item (or item JSON); ValueError when it is not one."""
+    d = item.to_json() if isinstance(item, SubstrateItem) else item
+    payload = d.get("payload") or {}
+    c = payload.get("claim")
+    if d.get("kind") != "record" or BELIEF_TAG not in (d.get("tags") or []) or not isinstance(c, Mapping):
+        raise InvalidArgument(f"item {d.get('id')!r} is not a belief (a record tagged {BELIEF_TAG!r})")
+    return BeliefItem(
+        id=d["id"],
+        claim=Claim(text=c["text"], produced_by=dict(c.get("produced_by") or {}), quantity=c.get("quantity")),
+        credence=float(payload["credence"]),
+        evidence_history=[EvidenceEntry.from_json(e) for e in payload.get("evidence_history") or []],
+        scope=d["scope"],
+    )
