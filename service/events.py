@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -47,7 +47,8 @@ class DomainEvent:
         EVENT_TYPES[cls.__name__] = cls
 
     def to_data(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload, no-any-return]
+        # Shallow on purpose: the appender normalizes (and so deep-copies) the data right after.
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> DomainEvent:

@@ -97,7 +97,12 @@ def _require_text(text: Any) -> str:
     return text
 
 
+_SHORTEST_SECRET = 8  # no rule matches fewer characters (the shortest is a generic `pwd=` + 6-char value)
+
+
 def _findings(text: str) -> list[SecretFinding]:
+    if len(text) < _SHORTEST_SECRET:
+        return []
     candidates = [(start, end, order, rule.name) for order, rule in enumerate(RULES) for start, end in rule.find(text)]
     # Longest span wins; on a tie the more specific (earlier) rule names it. Accepted spans never overlap.
     candidates.sort(key=lambda c: (c[0] - c[1], c[2], c[0]))
@@ -226,7 +231,7 @@ def _walk_item(item: Any) -> tuple[_Walk, str, Any, list[str], list[SecretFindin
         walk.text(t, f"tags[{i}]") if isinstance(t, str) else t for i, t in enumerate(getattr(item, "tags", []) or [])
     ]
     # Anything the per-string walk cannot see (a str() of an opaque object) still shows on the serialized surface.
-    residue = _findings(_serialized(payload))
+    residue = _findings(_serialized(payload)) if payload else []
     return walk, text, payload, tags, residue
 
 
