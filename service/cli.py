@@ -13,7 +13,11 @@ from typing import Any
 __all__ = ["COMMAND_MODULES", "build_parser", "main", "open_store"]
 
 # Modules that add subcommands: each defines ``register(subparsers)``; handlers receive parsed args.
-COMMAND_MODULES = ["service.cli_core", "service.cli_ask"]
+COMMAND_MODULES = [
+    "service.cli_core",
+    "service.cli_ingest",
+    "service.cli_ask",
+]
 
 
 def open_store(args: argparse.Namespace, **kw: Any) -> Any:

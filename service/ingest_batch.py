@@ -1,0 +1,154 @@
+"""The bulk writer behind every ingest function, and the IngestReceipt it fills.
+
+Rows are prepared (validated, secret-guarded, normalized by ``store._prepare``) one at a time on the caller's
+thread; a row that fails is recorded on the receipt with its 1-based line and reason, never raised
+(MXR-080-0269). Prepared rows are appended ``BATCH_SIZE`` at a time, one transaction per batch (the event
+store COPYs them), by a single writer thread, so the database works on batch k while the caller's thread
+parses and guards batch k+1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import text
+
+from service.events import ItemPut, NewEvent
+from service.items import SubstrateItem
+
+__all__ = ["BATCH_SIZE", "BatchWriter", "IngestReceipt", "Progress", "stable_id"]
+
+BATCH_SIZE = 2000
+Progress = Callable[[int], None]
+_EXISTING = text("SELECT id FROM items WHERE id = ANY(CAST(:ids AS text[]))")
+
+
+class IngestReceipt(list[str]):
+    """The ingested item ids (a list), plus ``failed`` rows ({source, line, reason}) and which ids were revisions.
+
+    ``revised`` lists the ids that already existed (a re-ingest revised them); ``n_new`` counts the rest.
+    ``position`` is the log position of the last batch appended.
+    """
+
+    def __init__(self, ids: Iterable[str] = (), *, failed: Iterable[dict[str, Any]] = (),
+                 revised: Iterable[str] = (), position: int = 0) -> None:
+        super().__init__(ids)
+        self.failed: list[dict[str, Any]] = list(failed)
+        self.revised: list[str] = list(revised)
+        self.position = position
+
+    @property
+    def n_new(self) -> int:
+        return len(self) - len(self.revised)
+
+    def merge(self, other: IngestReceipt | Sequence[str]) -> IngestReceipt:
+        """A new receipt with both sides' ids, failures and revisions (plain ``+`` would drop ``failed``)."""
+        return IngestReceipt(
+            [*self, *other],
+            failed=[*self.failed, *getattr(other, "failed", [])],
+            revised=[*self.revised, *getattr(other, "revised", [])],
+            position=max(self.position, getattr(other, "position", 0)),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON summary: counts, then every failure."""
+        return {
+            "ingested": len(self), "new": self.n_new, "revised": len(self.revised),
+            "failed": len(self.failed), "failures": list(self.failed), "position": self.position,
+        }
+
+    def __repr__(self) -> str:
+        return f"IngestReceipt({list.__repr__(self)}, failed={self.failed!r}, revised={len(self.revised)})"
+
+
+def stable_id(scope: str, source: str, position: Any) -> str:
+    """The id of the item ingested from ``position`` of ``source`` into ``scope`` (32 hex of a sha256)."""
+    # JSON-encoding the triple keeps it unambiguous whatever characters the names contain.
+    key = json.dumps([scope, source, position], ensure_ascii=True)
+    return hashlib.sha256(key.encode("ascii")).hexdigest()[:32]
+
+
+class BatchWriter:
+    """Prepares rows one by one (failures recorded, never raised) and appends the good ones per batch."""
+
+    def __init__(self, store: Any, scope: str, source: str, progress: Progress | None) -> None:
+        self.store, self.scope, self.source, self.progress = store, scope, source, progress
+        self.receipt = IngestReceipt()
+        self._pending: list[dict[str, Any]] = []
+        self._rows = 0
+        # One writer thread appends batch k while this thread parses and guards batch k+1: the database's
+        # work overlaps ours. A single worker keeps batches in order; at most one is in flight.
+        self._pool: ThreadPoolExecutor | None = None
+        self._inflight: Future[None] | None = None
+
+    def fail(self, line: int | None, reason: str, source: str | None = None) -> None:
+        self.receipt.failed.append({"source": source or self.source, "line": line, "reason": reason})
+        self._tick()
+
+    def add(self, line: int | None, position: Any, build: Callable[[str], SubstrateItem],
+            source: str | None = None, where: str | None = None) -> None:
+        try:
+            item = build(stable_id(self.scope, source or self.source, position))
+            self._pending.append(self.store._prepare(item, None))
+        except (ValueError, TypeError) as exc:  # includes SecretPolicyError and InvalidArgument
+            self.fail(line, str(exc) or type(exc).__name__, where or source)
+            return
+        if len(self._pending) >= BATCH_SIZE:
+            self.flush()
+        self._tick()
+
+    def _tick(self) -> None:
+        self._rows += 1
+        if self.progress is not None and self._rows % 500 == 0:
+            self.progress(500)
+
+    def flush(self) -> None:
+        batch, self._pending = self._pending, []
+        self._wait()
+        if batch:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+            self._inflight = self._pool.submit(self._write, batch)
+
+    def _wait(self) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            inflight.result()  # re-raises a failed append here, in the caller's thread
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        ids = [d["id"] for d in batch]
+        with self.store.engine.connect() as c:
+            existing = set(c.execute(_EXISTING, {"ids": ids}).scalars())
+        self.store._append([NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"]) for d in batch])
+        for i in ids:
+            if i in existing:
+                self.receipt.revised.append(i)
+            existing.add(i)  # a repeated id later in the same batch is a revision of this one
+        self.receipt.extend(ids)
+        self.receipt.position = self.store.position
+
+    def close(self) -> None:
+        """Wait for the batch in flight (even when the caller is unwinding from an error) and stop the writer."""
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def finish(self) -> IngestReceipt:
+        self.flush()
+        self.close()
+        if self.progress is not None and self._rows % 500:
+            self.progress(self._rows % 500)
+        return self.receipt
+
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
