@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from projections.canonical import item_digest
 from projections.jsonutil import dumps
 from projections.registry import Projector, register
-from projections.canonical import item_digest
 
 __all__ = ["ITEM_EVENTS", "apply"]
 
@@ -29,56 +29,62 @@ ITEM_EVENTS = frozenset(
     }
 )
 
+# One statement per batch: arrays in, set-wise upsert (pos is kept when an existing row is replaced).
 _UPSERT = text(
     "INSERT INTO items (id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
-    "VALUES (:id, :kind, :scope, :text, CAST(:doc AS jsonb), :digest, :version, :seq, :seq, :created_at) "
+    "SELECT u.id, u.kind, u.scope, u.text, u.doc::jsonb, u.digest, u.version, u.pos, u.seq, u.created_at "
+    "FROM unnest(CAST(:id AS text[]), CAST(:kind AS text[]), CAST(:scope AS text[]), CAST(:text AS text[]), "
+    "CAST(:doc AS text[]), CAST(:digest AS text[]), CAST(:version AS int[]), CAST(:pos AS bigint[]), "
+    "CAST(:seq AS bigint[]), CAST(:created_at AS float8[])) "
+    "AS u(id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
     "ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, text = EXCLUDED.text, "
     "doc = EXCLUDED.doc, digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq, "
     "created_at = EXCLUDED.created_at"
 )
-_DELETE = text("DELETE FROM items WHERE id = :id")
+_DELETE = text("DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))")
+_COLUMNS = ("id", "kind", "scope", "text", "doc", "digest", "version", "pos", "seq", "created_at")
 
 
-def _ops(events: Sequence[Any]) -> list[tuple[Any, dict[str, Any]]]:
-    ops: list[tuple[Any, dict[str, Any]]] = []
-    for e in events:
-        item = e.data.get("item")
-        if item is not None:
-            ops.append(
-                (
-                    _UPSERT,
-                    {
-                        "id": item["id"],
-                        "kind": item["kind"],
-                        "scope": item["scope"],
-                        "text": item["text"],
-                        "doc": dumps(item),
-                        "digest": item_digest(item),
-                        "version": e.version,
-                        "seq": e.seq,
-                        "created_at": item["created_at"],
-                    },
-                )
-            )
-        removed = e.data.get("removed") if e.type == "ItemsMerged" else None
-        if e.type == "ItemRemoved":
-            removed = e.data["id"]
-        if removed:
-            ops.append((_DELETE, {"id": removed}))
-    return ops
+def _removed(e: Any) -> str | None:
+    if e.type == "ItemRemoved":
+        return str(e.data["id"])
+    if e.type == "ItemsMerged" and e.data.get("removed"):
+        return str(e.data["removed"])
+    return None
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
-    """Upsert the carried item state, delete removed items; consecutive statements of one kind are batched."""
-    ops = _ops(events)
-    i = 0
-    while i < len(ops):
-        stmt = ops[i][0]
-        j = i
-        while j < len(ops) and ops[j][0] is stmt:
-            j += 1
-        conn.execute(stmt, [p for _, p in ops[i:j]])
-        i = j
+    """Fold the batch to each id's final state, then one DELETE and one upsert (same result as event by event)."""
+    final: dict[str, dict[str, Any] | None] = {}
+    deleted: set[str] = set()
+    first_seq: dict[str, int] = {}  # seq of the first put after the id's last delete in this batch
+    for e in events:
+        item = e.data.get("item")
+        if item is not None:
+            i = item["id"]
+            if final.get(i, 0) is None or i not in first_seq:
+                first_seq[i] = e.seq
+            final[i] = {
+                "id": i,
+                "kind": item["kind"],
+                "scope": item["scope"],
+                "text": item["text"],
+                "doc": dumps(item),
+                "digest": item_digest(item),
+                "version": e.version,
+                "seq": e.seq,
+                "created_at": item["created_at"],
+            }
+        gone = _removed(e)
+        if gone is not None:
+            final[gone] = None
+            deleted.add(gone)
+            first_seq.pop(gone, None)
+    if deleted:
+        conn.execute(_DELETE, {"ids": sorted(deleted)})
+    rows = [dict(r, pos=first_seq[i]) for i, r in final.items() if r is not None]
+    if rows:
+        conn.execute(_UPSERT, {c: [r[c] for r in rows] for c in _COLUMNS})
 
 
 register(

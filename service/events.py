@@ -147,6 +147,8 @@ class NewEvent:
     # None: append after whatever is there (a blind, idempotent-to-retry write);
     # an int: the stream must be exactly at this version or the append fails with ConcurrencyError.
     expected_version: int | None = None
+    # True when the payload was already made JSON-native by normalize_json (skips a second deep copy).
+    normalized: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,7 +84,9 @@ class EventStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def append(self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None) -> list[StoredEvent]:
+    def append(
+        self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None
+    ) -> list[StoredEvent]:
         """Append ``events`` atomically; ConcurrencyError (nothing written) when an expected version is stale."""
         if not events:
             return []
@@ -100,7 +102,14 @@ class EventStore:
             raise
 
     def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
-        prepared = [(e, e.event.type_name, normalize_json(e.event.to_data(), e.event.type_name)) for e in events]
+        prepared = [
+            (
+                e,
+                e.event.type_name,
+                e.event.to_data() if e.normalized else normalize_json(e.event.to_data(), e.event.type_name),
+            )
+            for e in events
+        ]
         # Appends are serialized on the single log_head row: while we hold it, nobody else can append, so
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
         # `seq > n` therefore never skips an event that commits late.
@@ -116,10 +125,17 @@ class EventStore:
             versions[e.stream] = version
             seq += 1
             event_id = event_address(
-                stream=e.stream, version=version, type=type_name, data=data, principal=principal,
-                scope=e.scope, prev=prev,
+                stream=e.stream,
+                version=version,
+                type=type_name,
+                data=data,
+                principal=principal,
+                scope=e.scope,
+                prev=prev,
             )
-            stored.append(StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev))
+            stored.append(
+                StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev)
+            )
             prev = event_id
         if len(stored) == 1:
             stored = [self._insert_one(conn, stored[0])]
@@ -134,8 +150,15 @@ class EventStore:
         recorded = conn.execute(
             _INSERT_ONE,
             {
-                "seq": s.seq, "stream": s.stream, "version": s.version, "type": s.type, "data": dumps(s.data),
-                "principal": s.principal, "scope": s.scope, "event_id": s.event_id, "prev": s.prev,
+                "seq": s.seq,
+                "stream": s.stream,
+                "version": s.version,
+                "type": s.type,
+                "data": dumps(s.data),
+                "principal": s.principal,
+                "scope": s.scope,
+                "event_id": s.event_id,
+                "prev": s.prev,
                 "names": projector_names(),
             },
         ).scalar_one()
@@ -144,8 +167,15 @@ class EventStore:
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
         rows = [
             {
-                "seq": s.seq, "stream": s.stream, "version": s.version, "type": s.type, "data": dumps(s.data),
-                "principal": s.principal, "scope": s.scope, "event_id": s.event_id, "prev": s.prev,
+                "seq": s.seq,
+                "stream": s.stream,
+                "version": s.version,
+                "type": s.type,
+                "data": dumps(s.data),
+                "principal": s.principal,
+                "scope": s.scope,
+                "event_id": s.event_id,
+                "prev": s.prev,
             }
             for s in stored
         ]
@@ -159,8 +189,18 @@ class EventStore:
                 with cur.copy(f"COPY events ({cols}) FROM STDIN") as copy:
                     for r in rows:
                         copy.write_row(
-                            (r["seq"], r["stream"], r["version"], r["type"], r["data"], r["principal"],
-                             r["scope"], r["event_id"], r["prev"], recorded)
+                            (
+                                r["seq"],
+                                r["stream"],
+                                r["version"],
+                                r["type"],
+                                r["data"],
+                                r["principal"],
+                                r["scope"],
+                                r["event_id"],
+                                r["prev"],
+                                recorded,
+                            )
                         )
             else:
                 cur.executemany(
@@ -192,8 +232,9 @@ class EventStore:
         types: Sequence[str] | None = None,
         limit: int | None = None,
         batch: int = 5000,
+        scopes: Sequence[str] | None = None,
     ) -> Iterator[StoredEvent]:
-        """Events with ``since < seq <= until`` in seq order, streamed in batches (keyset pagination)."""
+        """Events with ``since < seq <= until`` (only of ``scopes`` when given) in seq order, streamed in batches."""
         where = ["seq > :after"]
         params: dict[str, Any] = {}
         if until is not None:
@@ -205,6 +246,9 @@ class EventStore:
         if types:
             where.append("type = ANY(CAST(:types AS text[]))")
             params["types"] = list(types)
+        if scopes is not None:
+            where.append("scope = ANY(CAST(:scopes AS text[]))")
+            params["scopes"] = list(scopes)
         sql = text(f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT :lim")
         after, remaining = since, limit
         while remaining is None or remaining > 0:
@@ -231,8 +275,13 @@ class EventStore:
             if e.prev != expected_prev:
                 return ChainReport(count, False, e.seq, "prev does not match the previous event's address")
             actual = event_address(
-                stream=e.stream, version=e.version, type=e.type, data=e.data, principal=e.principal,
-                scope=e.scope, prev=e.prev,
+                stream=e.stream,
+                version=e.version,
+                type=e.type,
+                data=e.data,
+                principal=e.principal,
+                scope=e.scope,
+                prev=e.prev,
             )
             if actual != e.event_id:
                 return ChainReport(count, False, e.seq, "content does not match its event_id (edited)")
@@ -242,7 +291,9 @@ class EventStore:
             head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
         if head_seq != expected_seq - 1 or head_id != expected_prev:
             return ChainReport(
-                count, False, expected_seq if head_seq >= expected_seq else head_seq + 1,
+                count,
+                False,
+                expected_seq if head_seq >= expected_seq else head_seq + 1,
                 f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
             )
         return ChainReport(count, True, head=expected_prev)

@@ -114,7 +114,7 @@ class Substrate:
     def put(self, item: SubstrateItem, *, secret_policy: SecretPolicy | None = None) -> str:
         """Add or replace an item (a defensive, secret-guarded copy); returns its id."""
         data = self._prepare(item, secret_policy)
-        self._append([NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"])])
+        self._append([NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)])
         return str(data["id"])
 
     def add(self, kind: str, text: str = "", **kw: Any) -> str:
@@ -128,7 +128,7 @@ class Substrate:
         pending: list[NewEvent] = []
         for item in items:
             data = self._prepare(item, secret_policy)
-            pending.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"]))
+            pending.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True))
             ids.append(str(data["id"]))
             if len(pending) >= _BULK_CHUNK:
                 self._append(pending)
@@ -153,7 +153,13 @@ class Substrate:
             data = self._prepare(changed, secret_policy)
             event = ItemUpdated(item=data, fields=sorted(fields))
             try:
-                self._append([NewEvent(stream=item_id, event=event, scope=data["scope"], expected_version=version)])
+                self._append(
+                    [
+                        NewEvent(
+                            stream=item_id, event=event, scope=data["scope"], expected_version=version, normalized=True
+                        )
+                    ]
+                )
             except ConcurrencyError:
                 time.sleep(0.001)
                 continue
@@ -169,8 +175,11 @@ class Substrate:
             current, version = row
             try:
                 self._append(
-                    [NewEvent(stream=item_id, event=ItemRemoved(id=item_id), scope=current.scope,
-                              expected_version=version)]
+                    [
+                        NewEvent(
+                            stream=item_id, event=ItemRemoved(id=item_id), scope=current.scope, expected_version=version
+                        )
+                    ]
                 )
             except ConcurrencyError:
                 continue
@@ -224,6 +233,27 @@ class Substrate:
             for (doc,) in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
                 yield _item_from_doc(doc)
 
+    def page_items(
+        self, *, kind: str | None = None, scopes: Sequence[str] | None = None, after: int = 0, limit: int = 100
+    ) -> tuple[list[SubstrateItem], int | None]:
+        """One page of items in insertion order after position ``after`` (keyset, in SQL): (items, next or None)."""
+        require_count(after, "after")
+        if require_count(limit, "limit") == 0:
+            return [], None
+        where, params = ["pos > :after"], {"after": after, "lim": limit + 1}
+        if kind is not None:
+            where.append("kind = :kind")
+            params["kind"] = kind
+        if scopes is not None:
+            where.append("scope = ANY(CAST(:scopes AS text[]))")
+            params["scopes"] = list(scopes)
+        sql = text(f"SELECT doc::text, pos FROM items WHERE {' AND '.join(where)} ORDER BY pos LIMIT :lim")
+        with self.engine.connect() as c:
+            rows = c.execute(sql, params).all()
+        page = rows[:limit]
+        nxt = int(page[-1][1]) if len(rows) > limit else None
+        return [_item_from_doc(doc) for doc, _ in page], nxt
+
     def __len__(self) -> int:
         with self.engine.connect() as c:
             return int(c.execute(text("SELECT count(*) FROM items")).scalar_one())
@@ -272,7 +302,9 @@ class Substrate:
             conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
             existing = conn.execute(text("SELECT id, scope FROM items ORDER BY pos")).all()
             events = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i not in keep]
-            events += [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"]) for d in prepared]
+            events += [
+                NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in prepared
+            ]
             stored = self.events.append(events, self.principal, conn=conn)
         if stored:
             self.position = stored[-1].seq
