@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "service.cli_core",
     "service.cli_ingest",
     "service.cli_ask",
+    "service.cli_serve",
 ]
 
 

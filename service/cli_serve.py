@@ -1,0 +1,140 @@
+"""Commands: ``substrate serve`` (the HTTP API) and ``substrate token create|list|revoke`` (its credentials)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from service.cli import add_store_options, open_store, print_json
+
+__all__ = ["register"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.http import create_app
+
+    # uvicorn re-raises SIGTERM after its graceful shutdown; exit through SystemExit instead of dying from the
+    # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    app = create_app(lambda: open_store(args))
+    # Never echo the URL: it may carry a password.
+    where = "the --url/$SUBSTRATE_DATABASE_URL database" if args.url or _env_url() else (args.root or ".substrate")
+    print(f"substrate: serving {where} on http://{args.host}:{args.port} (docs at /docs)", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+    return 0
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def _env_url() -> str | None:
+    import os
+
+    return os.environ.get("SUBSTRATE_DATABASE_URL")
+
+
+def _token_create(args: argparse.Namespace) -> int:
+    from service.tokens import create_token
+
+    store = open_store(args)
+    try:
+        info, token = create_token(store, args.principal, label=args.label)
+    finally:
+        store.close()
+    print(f"created token {info.id} for principal {info.principal!r}; it is shown once, store it now:")
+    print(token)  # the LAST line: scripts take it with `| tail -n1`
+    return 0
+
+
+def _token_list(args: argparse.Namespace) -> int:
+    from service.tokens import list_tokens
+
+    store = open_store(args)
+    try:
+        tokens = list_tokens(store, principal=args.principal, include_revoked=args.all)
+    finally:
+        store.close()
+    if args.json:
+        print_json([t.as_dict() for t in tokens])
+        return 0
+    if not tokens:
+        print("no tokens")
+    for t in tokens:
+        created = t.created_at.isoformat(timespec="seconds") if t.created_at else ""
+        state = f"revoked {t.revoked_at.isoformat(timespec='seconds')}" if t.revoked_at else "live"
+        label = f"  {t.label}" if t.label else ""
+        print(f"{t.id}  {t.principal:<20} {created}  {state}{label}")
+    return 0
+
+
+def _token_revoke(args: argparse.Namespace) -> int:
+    from service.tokens import revoke_token
+
+    store = open_store(args)
+    try:
+        revoked = revoke_token(store, args.id)
+    finally:
+        store.close()
+    if not revoked:
+        print(f"substrate token revoke: error: no live token with id {args.id!r}", file=sys.stderr)
+        return 1
+    print(f"revoked token {args.id}")
+    return 0
+
+
+def _port(value: str) -> int:
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {value}")
+    return port
+
+
+def register(sub: Any) -> None:
+    """Add ``serve`` and ``token``."""
+    p = sub.add_parser(
+        "serve", help="run the HTTP API (FastAPI + uvicorn)",
+        description="Serve the HTTP API over the store (./.substrate on the embedded PostgreSQL by default, or "
+        "$SUBSTRATE_DATABASE_URL). Every route except /healthz, /openapi.json and /docs needs "
+        "'Authorization: Bearer <token>' (see `substrate token create`).",
+    )
+    add_store_options(p)
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="TCP port (default 8000)")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn log level (default info)")
+    p.add_argument("--no-access-log", dest="access_log", action="store_false", help="do not log every request")
+    p.set_defaults(handler=_serve)
+
+    p = sub.add_parser("token", help="HTTP bearer tokens", description="Create, list and revoke HTTP bearer tokens.")
+    tsub = p.add_subparsers(dest="token_command", metavar="TOKEN_COMMAND")
+    tsub.required = True
+    c = tsub.add_parser(
+        "create", help="issue a bearer token for a principal (printed once, on the last line)",
+        description="Issue a new bearer token for PRINCIPAL; its home scope is its own name. Only the token's "
+        "sha256 is stored, so the token is printed once, on the last line of the output.",
+    )
+    add_store_options(c)
+    c.add_argument("--principal", required=True, help="who the token authenticates (its home scope)")
+    c.add_argument("--label", default="", help="a note to recognize the token by in `token list`")
+    c.set_defaults(handler=_token_create)
+    ls = tsub.add_parser(
+        "list", help="list tokens (ids, principals, dates; never the secrets)",
+        description="List the live tokens (with --all also revoked ones): id, principal, created, state, label.",
+    )
+    add_store_options(ls)
+    ls.add_argument("--principal", help="only this principal's tokens")
+    ls.add_argument("--all", action="store_true", help="include revoked tokens")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(handler=_token_list)
+    r = tsub.add_parser(
+        "revoke", help="revoke a token by id (effective on the next request)",
+        description="Revoke the token with id ID (as shown by `substrate token list`); exit 1 if none is live.",
+    )
+    add_store_options(r)
+    r.add_argument("id", help="the token id (the part after sbt_, before the second underscore)")
+    r.set_defaults(handler=_token_revoke)

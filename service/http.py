@@ -1,0 +1,71 @@
+"""The HTTP API: a thin FastAPI wrapper over the library facade (no SQL here; Pydantic only at this edge)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+
+from service import http_audit, http_ingest, http_items, http_search, http_share
+from service.http_auth import current_caller
+from service.http_errors import install_handlers, problem_response
+from service.http_models import PROBLEM_RESPONSES, Health
+from service.http_views import AsOfViews
+
+if TYPE_CHECKING:
+    from service.substrate import Substrate
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("substrate.http")
+
+_DESCRIPTION = """\
+Every write becomes an immutable, hash-chained event; every read comes from projections of that log.
+
+Authenticate with `Authorization: Bearer <token>` (`substrate token create --principal NAME`). A principal
+reads its home scope (its own name), `public`, and the scopes granted to it; anything else answers 404,
+never 403, so existence does not leak. Reads take `?as_of=<seq or ISO-8601 time>`. Errors are
+`application/problem+json`.
+"""
+
+
+def create_app(store: Substrate | Callable[[], Substrate], *, as_of_cache: int = 4) -> FastAPI:
+    """The ASGI app over ``store`` (kept open by the caller), or over ``store()`` opened at startup and closed after."""
+    owned = callable(store) and not hasattr(store, "engine")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if owned:
+            app.state.store = await run_in_threadpool(store)  # type: ignore[operator]
+        app.state.views = AsOfViews(app.state.store, size=as_of_cache)
+        try:
+            yield
+        finally:
+            app.state.views.close()
+            if owned:
+                app.state.store.close()
+
+    app = FastAPI(title="Substrate", version="1.0", description=_DESCRIPTION, lifespan=lifespan)
+    if not owned:
+        app.state.store = store
+    install_handlers(app)
+
+    @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness: is the database reachable",
+             responses={503: {**PROBLEM_RESPONSES[422], "description": "The database is unreachable"}})
+    def healthz(request: Request) -> Any:
+        """200 with the log head when the database answers; 503 otherwise (no token needed)."""
+        try:
+            return Health(status="ok", seq=request.app.state.store.events.head())
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "unhealthy"
+            log.warning("health check failed: %s", exc)
+            return problem_response(503, "the database is unreachable")
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(current_caller)], responses=PROBLEM_RESPONSES)
+    for module in (http_items, http_search, http_share, http_ingest, http_audit):
+        v1.include_router(module.router)
+    app.include_router(v1)
+    return app

@@ -1,0 +1,199 @@
+"""Item routes: create, read, change, remove, list (cursor pages), history and revisions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from service.errors import ConcurrencyError
+from service.events import ItemRemoved, ItemUpdated, NewEvent, item_digest
+from service.http_auth import Caller, CallerDep
+from service.http_errors import ProblemError, bad_request, not_found
+from service.http_models import (
+    Change,
+    HistoryOut,
+    ItemIn,
+    ItemOut,
+    ItemPage,
+    ItemPatch,
+    Kind,
+    PathText,
+    RevisionOut,
+    ScopeQuery,
+    Updated,
+    Written,
+)
+from service.http_views import read_view
+from service.items import SubstrateItem
+from service.sharing import history, revision
+
+__all__ = ["AsOf", "item_out", "router"]
+
+AsOf = Annotated[
+    str | None,
+    Query(max_length=64, description="read the store as it was after this log position (integer) or at this "
+          "ISO-8601 time"),
+]
+_RETRIES = 64
+_MAX_POS = 2**62
+
+router = APIRouter(tags=["items"])
+
+
+def item_out(item: SubstrateItem) -> ItemOut:
+    return ItemOut(**item.to_json())
+
+
+def _encode_cursor(pos: int | None) -> str | None:
+    return None if pos is None else base64.urlsafe_b64encode(f"p:{pos}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        tag, _, value = raw.partition(":")
+        pos = int(value)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise bad_request("cursor is not one this API returned (pass next_cursor back unchanged)") from None
+    if tag != "p" or not 0 <= pos < _MAX_POS:
+        raise bad_request("cursor is not one this API returned (pass next_cursor back unchanged)")
+    return pos
+
+
+def _require_scope_name(scope: str) -> str:
+    if not scope.strip():
+        raise ProblemError(422, "scope must be a non-empty string")
+    return scope
+
+
+@router.post("/items", status_code=201, response_model=Written, summary="Add an item")
+def create_item(caller: CallerDep, body: ItemIn, response: Response) -> Written:
+    """Add an item to ``scope`` (default: the caller's home scope); secrets are redacted or rejected first."""
+    fields = body.model_dump(exclude={"secret_policy", "scope"})
+    scope = _require_scope_name(body.scope if body.scope is not None else caller.name)
+    caller.require_write(scope, f"scope {scope!r}")
+    item_id = caller.store.put(SubstrateItem(scope=scope, **fields), secret_policy=body.secret_policy)
+    response.headers["Location"] = f"/v1/items/{item_id}"
+    return Written(id=item_id, seq=caller.store.position)
+
+
+@router.get("/items/{item_id}", response_model=ItemOut, summary="Read an item")
+def get_item(caller: CallerDep, item_id: PathText, request: Request, as_of: AsOf = None) -> ItemOut:
+    """The item (as of ``as_of`` when given); 404 when missing or in a scope the caller cannot read."""
+    with read_view(caller.live, request.app.state.views, as_of) as (view, _):
+        item = view.get(item_id)
+    if item is None or not caller.principal.can_read(item.scope):
+        raise not_found(f"item {item_id!r} not found")
+    return item_out(item)
+
+
+def _current(caller: Caller, item_id: str) -> tuple[SubstrateItem, int]:
+    # Version first, then state: a write landing in between makes the version stale, so the append fails
+    # and we retry, instead of writing over a state we never saw.
+    version = caller.store.events.stream_version(item_id)
+    item = caller.store.get(item_id)
+    if item is None or not caller.principal.can_read(item.scope):
+        raise not_found(f"item {item_id!r} not found")
+    caller.require_write(item.scope, f"item {item_id!r}")
+    return item, version
+
+
+@router.patch("/items/{item_id}", response_model=Updated, summary="Change an item")
+def update_item(caller: CallerDep, item_id: PathText, body: ItemPatch) -> Updated:
+    """Change the given fields (revalidated, secret-guarded); the caller must write the item's scope (and a new one)."""
+    fields: dict[str, Any] = body.model_dump(exclude_unset=True, exclude={"secret_policy"})
+    if not fields:
+        raise ProblemError(422, "nothing to change: send at least one field")
+    if "scope" in fields:
+        new_scope = _require_scope_name(fields["scope"] or "")
+        caller.require_write(new_scope, f"scope {new_scope!r}")
+    for _ in range(_RETRIES):
+        current, version = _current(caller, item_id)
+        # The scope check and the write are one optimistic step: a concurrent move invalidates `version`.
+        data = caller.store._prepare(dataclasses.replace(current, **fields), body.secret_policy)
+        event = ItemUpdated(item=data, fields=sorted(fields))
+        try:
+            caller.store._append([NewEvent(item_id, event, scope=data["scope"], expected_version=version)])
+        except ConcurrencyError:
+            time.sleep(0.001)
+            continue
+        return Updated(item=ItemOut(**data), seq=caller.store.position)
+    raise ConcurrencyError(item_id, -1, f"update of {item_id!r} kept colliding with other writers; retry")
+
+
+@router.delete("/items/{item_id}", response_model=Written, summary="Remove an item")
+def delete_item(caller: CallerDep, item_id: PathText) -> Written:
+    """Remove the item (an ItemRemoved event; its history and revisions stay in the log)."""
+    for _ in range(_RETRIES):
+        current, version = _current(caller, item_id)
+        event = NewEvent(item_id, ItemRemoved(id=item_id), scope=current.scope, expected_version=version)
+        try:
+            caller.store._append([event])
+        except ConcurrencyError:
+            time.sleep(0.001)
+            continue
+        return Written(id=item_id, seq=caller.store.position)
+    raise ConcurrencyError(item_id, -1, f"remove of {item_id!r} kept colliding with other writers; retry")
+
+
+@router.get("/items", response_model=ItemPage, summary="List items (cursor pages)")
+def list_items(
+    caller: CallerDep,
+    request: Request,
+    kind: Kind | None = None,
+    scope: ScopeQuery = None,
+    cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    as_of: AsOf = None,
+) -> ItemPage:
+    """Readable items in insertion order, filtered (kind, scope) and paged in SQL."""
+    after = _decode_cursor(cursor)
+    if scope is not None:
+        caller.require_read(scope, f"scope {scope!r}")
+    scopes = [scope] if scope is not None else caller.readable
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        items, nxt = view.page_items(kind=kind, scopes=scopes, after=after, limit=limit)
+    return ItemPage(items=[item_out(i) for i in items], next_cursor=_encode_cursor(nxt), as_of=seq)
+
+
+@router.get("/items/{item_id}/history", response_model=HistoryOut, summary="Who changed an item, and when")
+def item_history(
+    caller: CallerDep,
+    item_id: PathText, request: Request, as_of: AsOf = None
+) -> HistoryOut:
+    """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history."""
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        events = list(caller.live.events.read(stream=item_id, until=seq))
+        # The item's last known scope (also of one removed or merged away) decides whether it exists for us.
+        if not events or events[-1].scope is None or not caller.principal.can_read(events[-1].scope):
+            raise not_found(f"item {item_id!r} not found")
+        shares = history(view, item_id)
+    readable = caller.principal.readable
+    changes = [
+        Change(
+            seq=e.seq, type=e.type, principal=e.principal, scope=e.scope, event_id=e.event_id,
+            recorded_at=e.recorded_at.isoformat() if e.recorded_at else None,
+            fields=e.data.get("fields"),
+            digest=item_digest(e.data["item"]) if isinstance(e.data.get("item"), dict) else None,
+        )
+        for e in events
+        if e.scope in readable
+    ]
+    shares = [s for s in shares if s.get("to") in readable or s.get("from") in readable]
+    return HistoryOut(item_id=item_id, changes=changes, shares=shares, as_of=seq)
+
+
+@router.get("/revisions/{digest}", response_model=RevisionOut, summary="A recorded item state by content digest")
+def get_revision(caller: CallerDep, digest: PathText) -> RevisionOut:
+    """The complete item state recorded under ``digest``; 404 unless its scope is readable."""
+    state = revision(caller.live, digest)
+    if state is None or not caller.principal.can_read(str(state.get("scope"))):
+        raise not_found(f"revision {digest!r} not found")
+    return RevisionOut(digest=digest, item=state)

@@ -1,0 +1,81 @@
+"""Read routes over the caller's readable scopes: search, retrieve, context and ask."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from service.answer import answer_from_substrate
+from service.context import ContextBudget, assemble_context
+from service.extractive import extractive_answerer
+from service.http_auth import Caller, CallerDep
+from service.http_items import AsOf, item_out
+from service.http_models import (
+    AnswerOut,
+    AskIn,
+    ContextIn,
+    ContextOut,
+    Hit,
+    RetrieveIn,
+    RetrieveOut,
+    SearchIn,
+    SearchOut,
+)
+from service.http_views import ScopedReader, read_view
+from service.retrieve import retrieve
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["search"])
+
+
+def _reader(caller: Caller, view: object, scope: str | None) -> ScopedReader:
+    """The view through the caller's readable scopes (404 for a requested scope it cannot read)."""
+    if scope is not None:
+        caller.require_read(scope, f"scope {scope!r}")
+    return ScopedReader(view, [scope] if scope is not None else caller.readable)  # type: ignore[arg-type]
+
+
+@router.post("/search", response_model=SearchOut, summary="Search the caller's readable scopes")
+def search(caller: CallerDep, body: SearchIn, request: Request, as_of: AsOf = None) -> SearchOut:
+    """The k best hits, best first; without ``scope``, every readable scope is searched on its own index and merged."""
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        hits = _reader(caller, view, body.scope).search(body.query, k=body.k, kind=body.kind)
+    return SearchOut(hits=[Hit(item=item_out(i), score=s) for i, s in hits], as_of=seq)
+
+
+@router.post("/retrieve", response_model=RetrieveOut, summary="Cross-kind retrieval")
+def retrieve_items(
+    caller: CallerDep,
+    body: RetrieveIn, request: Request, as_of: AsOf = None
+) -> RetrieveOut:
+    """Per-kind searches merged (diversified round-robin or flat), with validated per-kind weights."""
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        found = retrieve(_reader(caller, view, body.scope), body.query, k=body.k,
+                         kinds=list(body.kinds) if body.kinds is not None else None, weights=body.weights,
+                         diversify=body.diversify)
+    hits = [Hit(item=item_out(h.item), score=h.score) for h in found.hits]
+    return RetrieveOut(query=found.query, hits=hits, kinds=found.kinds(), as_of=seq)
+
+
+@router.post("/context", response_model=ContextOut, summary="A budgeted context packet")
+def context(caller: CallerDep, body: ContextIn, request: Request, as_of: AsOf = None) -> ContextOut:
+    """The most relevant readable items packed so the rendering fits ``max_chars`` (MXR-080-0239)."""
+    budget = ContextBudget(max_chars=body.max_chars, max_items=body.max_items, shape=body.shape)
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        packet = assemble_context(_reader(caller, view, body.scope), body.task, budget=budget, kind=body.kind,
+                                  compress=body.compress)
+    return ContextOut(text=packet.render(), packet=packet.as_dict(), items=[item_out(i) for i in packet.items],
+                      as_of=seq)
+
+
+@router.post("/ask", response_model=AnswerOut, summary="Answer a question (extractive, cited)")
+def ask(caller: CallerDep, body: AskIn, request: Request, as_of: AsOf = None) -> AnswerOut:
+    """The evidence sentences that best support the question, with citations; abstains when evidence is thin."""
+    budget = ContextBudget(max_chars=body.max_chars, max_items=body.k)
+    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+        answer = answer_from_substrate(_reader(caller, view, body.scope), body.question, extractive_answerer,
+                                       budget=budget, hops=body.hops, min_confidence=body.min_confidence)
+    out = answer.as_dict()
+    if not out["answer"]:  # the extractive answerer found no supporting sentence: an abstention
+        out.update(answer=None, abstained=True, note="abstained: no evidence sentence shares a term with the question")
+    return AnswerOut(**out, as_of=seq)
