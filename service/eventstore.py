@@ -18,13 +18,14 @@ from service.events import NewEvent, StoredEvent, event_address, normalize_json
 
 __all__ = ["ChainReport", "EventStore", "row_to_event"]
 
-# Take the chain lock and read the streams' current versions in one round trip.
-_LOCK_HEAD = text(
-    "SELECT h.seq, h.event_id, v.versions FROM log_head h, LATERAL ("
-    " SELECT coalesce(jsonb_object_agg(stream, version), '{}'::jsonb)::text AS versions FROM ("
-    "  SELECT stream, max(version) AS version FROM events"
-    "  WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream) s) v "
-    "WHERE h.id = 1 FOR UPDATE OF h"
+# The chain lock.
+_LOCK_HEAD = text("SELECT seq, event_id FROM log_head WHERE id = 1 FOR UPDATE")
+# Read only after the lock is held: in READ COMMITTED each statement takes a fresh snapshot, so this one
+# sees every append that committed while we waited (a subquery of the locking statement would not).
+_VERSIONS = text(
+    "SELECT coalesce(jsonb_object_agg(stream, version), '{}'::jsonb)::text FROM ("
+    " SELECT stream, max(version) AS version FROM events"
+    " WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream) s"
 )
 # One statement: the event row, the new chain head, and every inline projector's checkpoint.
 _INSERT_ONE = text(
@@ -95,9 +96,10 @@ class EventStore:
         try:
             with self.engine.begin() as c:
                 return self._append(c, events, principal)
-        except IntegrityError as exc:
+        except (IntegrityError, pg_errors.UniqueViolation) as exc:
             # The UNIQUE(stream, version) backstop: reached only if a writer bypassed the head lock.
-            if isinstance(exc.orig, pg_errors.UniqueViolation):
+            orig = exc.orig if isinstance(exc, IntegrityError) else exc
+            if isinstance(orig, pg_errors.UniqueViolation):
                 raise ConcurrencyError(events[0].stream, events[0].expected_version or 0) from None
             raise
 
@@ -114,8 +116,8 @@ class EventStore:
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
         # `seq > n` therefore never skips an event that commits late.
         streams = sorted({e.stream for e in events})
-        seq, prev, versions_json = conn.execute(_LOCK_HEAD, {"streams": streams}).one()
-        versions: dict[str, int] = loads(versions_json)
+        seq, prev = conn.execute(_LOCK_HEAD).one()
+        versions: dict[str, int] = loads(conn.execute(_VERSIONS, {"streams": streams}).scalar_one())
         stored: list[StoredEvent] = []
         for e, type_name, data in prepared:
             current = versions.get(e.stream, 0)
@@ -268,6 +270,7 @@ class EventStore:
         expected_prev: str | None = None
         expected_seq = 1
         count = 0
+        last_time = None
         for e in self.read():
             count += 1
             if e.seq != expected_seq:
@@ -285,6 +288,11 @@ class EventStore:
             )
             if actual != e.event_id:
                 return ChainReport(count, False, e.seq, "content does not match its event_id (edited)")
+            # recorded_at is outside the address, but appends stamp it under the chain lock, so it never
+            # decreases with seq: a backdated (or postdated) event shows up as an inversion.
+            if last_time is not None and e.recorded_at is not None and e.recorded_at < last_time:
+                return ChainReport(count, False, e.seq, "recorded_at is earlier than the previous event's (re-dated)")
+            last_time = e.recorded_at
             expected_prev = e.event_id
             expected_seq += 1
         with self.engine.connect() as c:

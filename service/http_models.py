@@ -336,7 +336,7 @@ class EventPage(BaseModel):
 
 
 class VerifyOut(BaseModel):
-    """``substrate verify --json``: the chain walk and, per read model, live vs replayed digests."""
+    """The verdict of ``substrate verify`` without counts or digests (they would reveal other teams' activity)."""
 
     ok: bool
     chain: dict[str, Any]

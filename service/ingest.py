@@ -197,6 +197,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(raw)
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
     if not isinstance(manifest, dict):  # checked before any .get(): a list or a number is not a manifest
         raise ValueError(f"a manifest must be a JSON object, got {type(manifest).__name__}")
     return manifest

@@ -94,7 +94,7 @@ class BatchWriter:
         try:
             item = build(stable_id(self.scope, source or self.source, position))
             self._pending.append(self.store._prepare(item, None))
-        except (ValueError, TypeError) as exc:  # includes SecretPolicyError and InvalidArgument
+        except (ValueError, TypeError, RecursionError) as exc:  # includes SecretPolicyError and InvalidArgument
             self.fail(line, str(exc) or type(exc).__name__, where or source)
             return
         if len(self._pending) >= BATCH_SIZE:

@@ -93,6 +93,8 @@ def parse_jsonl(fh: IO[bytes]) -> Iterator[tuple[int, Any]]:
                 yield n, json.loads(line)
             except ValueError as exc:
                 yield n, Bad(f"invalid JSON: {getattr(exc, 'msg', str(exc))} (column {getattr(exc, 'colno', '?')})")
+            except RecursionError:
+                yield n, Bad("invalid JSON: nested too deeply")
 
 
 def parse_csv(fh: IO[bytes]) -> Iterator[tuple[int, dict[str, str] | Bad]]:

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from service.events import normalize_json
 from service.items import SubstrateItem
 
 __all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
@@ -56,9 +57,10 @@ def read_snapshot(root: Path) -> list[SubstrateItem]:
     """Parse and validate every row of ``root/items.jsonl`` (later rows win on duplicate ids) before returning any."""
     path = root / SNAPSHOT_NAME
     items: dict[str, SubstrateItem] = {}
-    with open(path, encoding="utf-8", errors="strict") as f:
+    with open(path, encoding="utf-8", errors="strict", newline="") as f:
         try:
-            lines = f.read().splitlines()
+            # Only "\n" ends a row: str.splitlines() would also split on U+2028/U+2029/U+0085 inside strings.
+            lines = f.read().split("\n")
         except UnicodeDecodeError as exc:
             raise SnapshotError(path, 1, "", f"not UTF-8 ({exc.reason})") from None
     for n, line in enumerate(lines, start=1):
@@ -68,10 +70,13 @@ def read_snapshot(root: Path) -> list[SubstrateItem]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SnapshotError(path, n, line, f"invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise SnapshotError(path, n, line, "invalid JSON (nested too deeply)") from None
         try:
             item = SubstrateItem.from_json(row)
-        except (TypeError, ValueError) as exc:
-            raise SnapshotError(path, n, line, f"invalid item ({exc})") from None
+            normalize_json(item.to_json(), "item")  # storable: no NaN, NUL or lone surrogates
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
         items.pop(item.id, None)
         items[item.id] = item
     return list(items.values())

@@ -67,6 +67,9 @@ class Space:
         """Add an item to the team's own scope by default, or to any scope the team may write."""
         target = self.team if scope is None else require_name(scope, "scope")
         self.policy.require_write(self.team, target)
+        if "id" in kw:
+            # A chosen id would replace (and re-scope) whatever item holds it, in any scope: ids are minted here.
+            raise ValueError("Space.add mints the item id; to change an existing item use Substrate.update")
         secret_policy = kw.pop("secret_policy", None)
         data = self.substrate._prepare(SubstrateItem(scope=target, **kw), secret_policy)
         _append_as(self.substrate, [NewEvent(data["id"], ItemPut(item=data), scope=target)], self.team)

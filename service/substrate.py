@@ -107,9 +107,12 @@ class Substrate:
         if not isinstance(item, SubstrateItem):
             raise InvalidArgument(f"put expects a SubstrateItem, got {type(item).__name__}")
         policy = self.secret_policy if secret_policy is None else _check_policy(secret_policy)
-        # Re-validate a copy: the caller may have mutated the object after constructing it.
-        safe = guard_item(dataclasses.replace(item), policy)
-        return normalize_json(safe.to_json(), "item")
+        try:
+            # Re-validate a copy: the caller may have mutated the object after constructing it.
+            safe = guard_item(dataclasses.replace(item), policy)
+            return normalize_json(safe.to_json(), "item")
+        except RecursionError:
+            raise InvalidArgument("item is nested too deeply to store") from None
 
     def put(self, item: SubstrateItem, *, secret_policy: SecretPolicy | None = None) -> str:
         """Add or replace an item (a defensive, secret-guarded copy); returns its id."""

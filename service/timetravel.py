@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import text
 
 from projections.runner import build_snapshot, drop_snapshot
-from service.db import Database
+from service.db import Database, guard_parameters
 from service.validation import InvalidArgument
 
 if TYPE_CHECKING:
@@ -52,11 +52,13 @@ def open_view(store: Substrate, at: int | datetime) -> Substrate:
     seq = resolve_position(store, at)
     schema = f"asof_{seq}_{uuid.uuid4().hex[:10]}"
     build_snapshot(store.engine, schema, until=seq)
-    engine = sa.create_engine(
-        store.engine.url,
-        connect_args={"options": f"-c search_path={schema},public"},
-        pool_size=2,
-        max_overflow=4,
+    engine = guard_parameters(
+        sa.create_engine(
+            store.engine.url,
+            connect_args={"options": f"-c search_path={schema},public"},
+            pool_size=2,
+            max_overflow=4,
+        )
     )
     db = Database(engine=engine, url=store.url)
     db._finalizer = weakref.finalize(db, _cleanup, engine, store.engine, schema)

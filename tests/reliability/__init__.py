@@ -1,0 +1,1 @@
+"""Reliability: crashes, concurrency, hostile input, isolation probes and tampering (short runs; long ones in bench/)."""
