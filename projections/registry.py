@@ -25,12 +25,26 @@ class Projector:
 
 
 PROJECTORS: list[Projector] = []
+# Tables derived lazily from read models (fitted models, vectors): never replayed, but a snapshot schema
+# gets its own empty copies so a time-travel view refits from its own past state, not the live one.
+CACHE_TABLES: list[str] = []
 _LOADED = False
 
 
 def register(projector: Projector) -> Projector:
     PROJECTORS.append(projector)
     return projector
+
+
+def register_cache(*tables: str) -> None:
+    """Declare tables that hold lazily derived state (see CACHE_TABLES)."""
+    CACHE_TABLES.extend(t for t in tables if t not in CACHE_TABLES)
+
+
+def cache_tables() -> list[str]:
+    """Every registered cache table."""
+    _load()
+    return list(CACHE_TABLES)
 
 
 def read_model_tables() -> list[tuple[str, str]]:
@@ -79,6 +93,7 @@ def _load() -> None:
         return
     _LOADED = True
     import projections.beliefs  # noqa: F401
+    import projections.embeddings  # noqa: F401
     import projections.governance  # noqa: F401
     import projections.grants  # noqa: F401
     import projections.history  # noqa: F401

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections.jsonutil import loads
-from projections.registry import apply_events, read_model_tables
+from projections.registry import apply_events, cache_tables, read_model_tables
 
 __all__ = ["RebuildReport", "build_snapshot", "drop_snapshot", "rebuild", "shadow_digests", "table_digests"]
 
@@ -106,10 +106,23 @@ def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> 
         raise ValueError(f"bad schema name {schema!r}")
     with engine.begin() as conn:
         conn.execute(text(f"CREATE SCHEMA {schema}"))
-        for table, _ in read_model_tables():
-            conn.execute(text(f"CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL)"))
+        for table in [t for t, _ in read_model_tables()] + cache_tables():
+            _copy_table(conn, schema, table)
         conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
         return _replay(conn, until, None, 2000)
+
+
+def _copy_table(conn: Connection, schema: str, table: str) -> None:
+    """An empty copy of ``public.table`` in ``schema``, partitioned the same way when the original is."""
+    partkey = conn.execute(
+        text(
+            "SELECT pg_get_partkeydef(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relname = :t AND c.relkind = 'p'"
+        ),
+        {"t": table},
+    ).scalar()
+    suffix = f" PARTITION BY {partkey}" if partkey else ""
+    conn.execute(text(f"CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL){suffix}"))
 
 
 def drop_snapshot(engine: Engine, schema: str) -> None:
@@ -127,7 +140,7 @@ def shadow_digests(engine: Engine, *, until: int | None = None) -> tuple[int, di
         conn.execute(text(f"CREATE SCHEMA {schema}"))
         try:
             for table, _ in read_model_tables():
-                conn.execute(text(f"CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL)"))
+                _copy_table(conn, schema, table)
             conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
             n = _replay(conn, until, None, 2000)
             counts, digests = table_digests(conn)

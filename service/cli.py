@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "service.cli_ingest",
     "service.cli_ask",
     "service.cli_serve",
+    "service.cli_search",
 ]
 
 

@@ -1,50 +1,212 @@
-"""Search (placeholder: lexical token overlap in SQL until the embeddings module lands)."""
+"""Search over one visibility domain: BM25 on stemmed postings fused with a per-domain learned embedding, in SQL.
+
+A domain is one scope, or every scope (``ALL_DOMAIN``, shown as ``*``) when ``scope=None``. Everything a ranking
+reads -- document frequencies, lengths, the embedder, the vectors -- belongs to that domain alone (MXR-080-0237).
+
+Scores are in [0, 1]: ``lex`` is BM25 over the item's surface (text, serialized payload, tags) divided by the
+query's BM25 ceiling (every query term, saturated); ``cos`` is the cosine in the domain's embedding, clipped at
+0 (and below MIN_COS). A text item that has a vector scores ``DENSE_WEIGHT * cos + (1 - DENSE_WEIGHT) * lex``;
+every other item (structured items, and text items of a domain too small to fit an embedder) scores ``lex``.
+Candidates are the union of the BM25 top (read from each query term's PER_TERM strongest postings, so a very
+common term costs a bounded scan) and the nearest-neighbour top (HNSW, or an exact scan in small domains); every
+candidate is then rescored exactly and ranked by ``ORDER BY score DESC LIMIT k``. Zero scores are never returned.
+
+Non-text queries: the query is tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped).
+An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
+nothing and returns ``[]``; NUL characters are treated as spaces. A scope no item can have (NUL, lone surrogate)
+is an empty domain.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
 from projections import loads
-from service.items import SubstrateItem
+from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1, TS_CONFIG
+from service.items import MODALITIES, SubstrateItem
+from service.validation import InvalidArgument
+from service.vectors import VERSION, EmbedderState, embedder_state, refit
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
 
 __all__: list[str] = []
 
-_TOKEN = re.compile(r"\w+")
+DENSE_WEIGHT = 0.1  # tuned on SciFact train claims (bench/retrieval_quality.py); lexical evidence dominates
+CANDIDATES = 20  # per list (BM25 top, vector top); at least k. More did not help nDCG@10 on SciFact
+PER_TERM = 128  # strongest postings read per common query term
+RARE_DF = 2000  # a query term in at most this many items is read whole: rare terms are the discriminative ones
+MAX_TERMS = 64  # highest-idf distinct query terms used (long queries, e.g. a whole item's text)
+EXACT_MAX = 2000  # domains with at most this many vectors are searched exactly (~1 ms), larger ones through HNSW
+HNSW_EF = 128  # hnsw.ef_search: recall@10 vs exact 0.93-0.96 at 100, 0.97 at 120 on 100k LSA vectors (bench/search.py)
+MAX_QUERY_CHARS = 100_000
+MIN_COS = 0.05  # cosines below this are noise in a small learned space: they add nothing to a score
+
+_LEXICAL = """
+WITH st AS (
+  SELECT greatest(n_docs, 1)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
+  FROM search_domains WHERE domain = :domain
+), qw AS MATERIALIZED (
+  SELECT q.term, coalesce(f.df, 0) AS df,
+         ln(1 + (st.n - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5)) AS idf
+  FROM (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector(CAST(:cfg AS regconfig), :q)) l) q
+  CROSS JOIN st LEFT JOIN term_df f ON f.domain = :domain AND f.term = q.term
+  ORDER BY coalesce(f.df, 0) > 0 DESC, 3 DESC, q.term LIMIT :max_terms
+), z AS (
+  SELECT sum(idf) * (:k1 + 1) AS z FROM qw
+), lexc AS (
+  SELECT p.item_id FROM qw CROSS JOIN st CROSS JOIN {scopes} CROSS JOIN LATERAL (
+    SELECT t.item_id, t.tf, t.dl FROM item_terms t
+    WHERE t.scope = sc.scope AND t.term = qw.term AND (CAST(:kind AS text) IS NULL OR t.kind = :kind)
+    ORDER BY t.imp DESC LIMIT CASE WHEN qw.df <= :rare_df THEN qw.df ELSE :per_term END) p
+  WHERE qw.df > 0
+  GROUP BY p.item_id
+  ORDER BY sum(qw.idf * p.tf / (p.tf + :k1 * (1 - :b + :b * p.dl / st.avgdl))) DESC, p.item_id
+  LIMIT :n
+){dense_ctes}, scored AS (
+  SELECT c.item_id, {score} AS score
+  FROM cand c CROSS JOIN z CROSS JOIN st
+  CROSS JOIN LATERAL (SELECT sd.seq, sd.kind, sd.scope FROM search_docs sd WHERE sd.item_id = c.item_id OFFSET 0) i
+  CROSS JOIN LATERAL (
+    SELECT sum(qw.idf * t.tf * (:k1 + 1) / (t.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl))) AS s
+    FROM item_terms t JOIN qw ON qw.term = t.term
+    WHERE t.item_id = c.item_id AND t.term = ANY(ARRAY(SELECT term FROM qw))
+  ) l {dense_join}
+  WHERE (CAST(:kind AS text) IS NULL OR i.kind = :kind) {scope_i}
+), top AS (
+  SELECT item_id, score FROM scored WHERE score > 0 ORDER BY score DESC, item_id LIMIT :k
+)
+SELECT it.doc::text, top.score FROM top
+CROSS JOIN LATERAL (SELECT doc FROM items WHERE id = top.item_id OFFSET 0) it
+ORDER BY top.score DESC, top.item_id
+"""
+# The all-scopes domain reads each scope's postings (one index serves both; see migration 0002).
+_ALL_SCOPES = "(SELECT domain AS scope FROM search_domains WHERE domain <> '' AND n_docs > 0) sc"
+_CAND_LEX = ", cand AS (SELECT item_id FROM lexc)"
+_DENSE = """, qv AS (
+  SELECT sum(e.vec) AS v FROM qw JOIN embedder_terms e ON e.domain_id = :did AND e.term = qw.term
+), denc AS (
+  SELECT v.item_id FROM item_vectors v
+  WHERE v.domain_id = :did AND (CAST(:kind AS text) IS NULL OR v.kind = :kind) AND (SELECT v FROM qv) IS NOT NULL
+  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n
+), cand AS (
+  SELECT item_id FROM lexc UNION SELECT item_id FROM denc
+)"""
+# A vector embedded at an older version of the item never counts (the item changed since: its old text).
+_DENSE_JOIN = """
+  LEFT JOIN LATERAL (
+    SELECT 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
+    WHERE v.domain_id = :did AND v.item_id = c.item_id AND v.item_seq = i.seq OFFSET 0) d ON true"""
+_SCORE_DENSE = (
+    "CASE WHEN d.cos IS NULL THEN coalesce(l.s / z.z, 0) "
+    "ELSE :w * CASE WHEN d.cos >= :min_cos THEN d.cos ELSE 0 END + (1 - :w) * coalesce(l.s / z.z, 0) END"
+)
+_SCORE_LEX = "coalesce(l.s / z.z, 0)"
 
 
-def reindex(store: Substrate) -> None:
-    """No model to fit in the lexical placeholder."""
+def _sql(scoped: bool, dense: bool, exact: bool) -> str:
+    # Built only from the fixed fragments above: no caller input ever reaches the SQL text. Compiled once to the
+    # driver's placeholders.
+    return _compiled(
+        _LEXICAL.format(
+            scopes="(SELECT CAST(:scope AS text) AS scope) sc" if scoped else _ALL_SCOPES,
+            scope_i="AND i.scope = :scope" if scoped else "",
+            dense_ctes=_DENSE.format(exact=" + 0" if exact else "") if dense else _CAND_LEX,
+            dense_join=_DENSE_JOIN if dense else "",
+            score=_SCORE_DENSE if dense else _SCORE_LEX,
+        )
+    )
+
+
+def _compiled(sql: str) -> str:
+    return str(text(sql).compile(dialect=psycopg_dialect()))
+
+
+_SQL = {(s, d, e): _sql(s, d, e) for s in (False, True) for d in (False, True) for e in (False, True)}
+
+
+def _check(query: Any, kind: Any, scope: Any) -> str:
+    if not isinstance(query, str):
+        raise InvalidArgument(f"query must be a string, got {type(query).__name__}")
+    if kind is not None and kind not in MODALITIES:
+        raise InvalidArgument(f"kind must be None or one of {MODALITIES}, got {kind!r}")
+    if scope is not None and (not isinstance(scope, str) or not scope.strip()):
+        raise InvalidArgument(f"scope must be None or a non-empty string, got {scope!r}")
+    # PostgreSQL text holds neither NUL nor lone surrogates: a query gets spaces / U+FFFD for them.
+    return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _storable(scope: str | None) -> bool:
+    """Whether an item could have this scope at all (a scope with NUL or a lone surrogate never reaches the log)."""
+    return scope is None or ("\x00" not in scope and scope.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+                             == scope)
+
+
+def reindex(store: Substrate) -> list[str]:
+    """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
+    with store.engine.connect() as c:
+        domains = [r[0] for r in c.execute(text(
+            "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
+            "WHERE e.domain IS NULL OR e.fitted_seq <> d.changed_seq OR e.version <> :v ORDER BY d.domain"
+        ), {"v": VERSION})]
+    for domain in domains:
+        refit(store.engine, domain)
+    return [_label(d) for d in domains]
+
+
+def _label(domain: str) -> str:
+    return "*" if domain == ALL_DOMAIN else domain
+
+
+def embedder_status(store: Substrate) -> list[dict[str, Any]]:
+    """One row per domain: its size and its embedder (mode, dimensions, vectors, whether it is stale)."""
+    with store.engine.connect() as c:
+        rows = c.execute(text(
+            "SELECT d.domain, d.n_docs, d.n_text, d.changed_seq, e.dim, "
+            "(SELECT count(*) FROM item_vectors v WHERE v.domain_id = e.domain_id), e.vocab, e.fitted_seq, "
+            "e.fitted_at, e.params->>'mode' FROM search_domains d LEFT JOIN embedders e USING (domain) "
+            "ORDER BY d.domain"
+        )).all()
+    return [
+        {"domain": _label(r[0]), "items": int(r[1]), "text_items": int(r[2]), "mode": r[9] or "unfitted",
+         "dim": int(r[4] or 0), "vectors": int(r[5] or 0), "vocabulary": int(r[6] or 0),
+         "fitted_seq": r[7], "stale": r[7] is None or r[7] != r[3],
+         "fitted_at": r[8].isoformat() if r[8] is not None else None}
+        for r in rows
+    ]
 
 
 def search(store: Substrate, query: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
-    """Rank by the fraction of distinct query tokens found in each item's surface (in SQL)."""
-    if not isinstance(query, str):
-        raise TypeError(f"query must be a string, got {type(query).__name__}")
-    tokens = sorted({t.lower() for t in _TOKEN.findall(query)})[:64]
-    if k == 0 or not tokens:
+    """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
+    q = _check(query, kind, scope)
+    if k == 0 or not q.strip() or not _storable(scope):
         return []
-    where, params = ["TRUE"], {"k": k, "n": float(len(tokens))}
-    if kind is not None:
-        where.append("kind = :kind")
-        params["kind"] = kind
-    if scope is not None:
-        where.append("scope = :scope")
-        params["scope"] = scope
-    terms = []
-    for i, tok in enumerate(tokens):
-        params[f"t{i}"] = tok
-        terms.append(f"(CASE WHEN strpos(surface, :t{i}) > 0 THEN 1 ELSE 0 END)")
-    sql = text(
-        f"SELECT doc::text, score FROM (SELECT doc, pos, ({' + '.join(terms)}) / :n AS score FROM "
-        f"(SELECT doc, pos, lower(text || ' ' || (doc->'payload')::text || ' ' || (doc->'tags')::text) AS surface "
-        f"FROM items WHERE {' AND '.join(where)}) s) r WHERE score > 0 ORDER BY score DESC, pos LIMIT :k"
-    )
-    with store.engine.connect() as c:
-        rows = c.execute(sql, params).all()
+    domain = ALL_DOMAIN if scope is None else scope
+    n = max(k, CANDIDATES)
+    params = {
+        "q": q, "k": k, "n": n, "kind": kind, "scope": scope, "domain": domain, "cfg": TS_CONFIG,
+        "k1": BM25_K1, "b": BM25_B, "w": DENSE_WEIGHT, "min_cos": MIN_COS, "per_term": max(PER_TERM, n),
+        "max_terms": MAX_TERMS, "rare_df": RARE_DF,
+    }
+    ef = min(max(n, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
+    for _ in range(3):
+        with store.engine.connect() as c:
+            state = embedder_state(c, domain, ef_search=ef)
+            if state.fresh:
+                return _rank(c, state, params)
+        refit(store.engine, domain)
+    with store.engine.connect() as c:  # a writer keeps dirtying the domain: rank with what is fitted
+        return _rank(c, embedder_state(c, domain, ef_search=ef), params)
+
+
+def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
+    dense = state.dim > 0 and state.domain_id is not None
+    exact = state.n_vectors <= EXACT_MAX
+    sql = _SQL[(params["scope"] is not None, dense, exact)]
+    # The OFFSET 0 fences keep every per-candidate lookup an index probe even under a generic plan (psycopg
+    # prepares statements it sees repeatedly), where the planner cannot see how few candidates there are.
+    rows = c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all()
     return [(SubstrateItem(**loads(doc)), float(score)) for doc, score in rows]

@@ -55,3 +55,22 @@ def test_with_principal_records_who_wrote(store: Substrate) -> None:
     alice = store.with_principal("alice")
     alice.add("text", "hello")
     assert [e.principal for e in store.events.read()] == ["alice"]
+
+
+def test_searching_the_past_reproduces_past_results_without_touching_live_models(store: Substrate) -> None:
+    from sqlalchemy import text
+
+    for n in range(30):
+        store.add("text", f"note {n} about {'apples' if n % 3 else 'pears'} and orchards", scope="farm")
+    then = store.position
+    before = [(i.id, round(s, 9)) for i, s in store.search("pears orchards", k=5, scope="farm")]
+    for n in range(30):
+        store.add("text", f"pears everywhere {n}, pears pears", scope="farm")
+    store.search("pears", k=3, scope="farm")  # the live model refits on the new content
+    with store.engine.connect() as c:
+        live = c.execute(text("SELECT count(*) FROM item_vectors")).scalar_one()
+    past = store.as_of(then)
+    assert [(i.id, round(s, 9)) for i, s in past.search("pears orchards", k=5, scope="farm")] == before
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM item_vectors")).scalar_one() == live
+    past.close()

@@ -1,0 +1,166 @@
+"""The search read models: per-domain postings, document frequencies and dirty marks, kept inline with the log.
+
+A domain is one scope, or ``ALL_DOMAIN`` (the empty string, never a scope) for everything. Every item write
+here (1) replaces the item's postings (stemmed lexemes of its surface: text, serialized payload, tags) and
+adjusts its domains' document frequencies and lengths, (2) advances ``changed_seq`` of each domain whose text
+items it touched (the dirty rule of ``Substrate.put``: the new state has text, or the replaced/removed state
+had text), and (3) deletes the item's now-stale vectors. The embedders themselves are fitted lazily by
+``service.vectors`` (never on the write path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from projections.items import ITEM_EVENTS
+from projections.jsonutil import dumps
+from projections.registry import Projector, register, register_cache
+
+__all__ = ["ALL_DOMAIN", "BM25_B", "BM25_K1", "SURFACE_CHARS", "TS_CONFIG", "apply"]
+
+# The all-scopes domain (scope=None). Not "*": that is a legal scope name, and must stay its own domain.
+ALL_DOMAIN = ""
+TS_CONFIG = "english"
+# The lexical surface is cut here: to_tsvector refuses results over 1 MB, and relevance lives up front anyway.
+SURFACE_CHARS = 200_000
+BM25_K1 = 1.2
+BM25_B = 0.5
+# Reference length for the posting order ``imp`` (a proxy of BM25 saturation that needs no corpus statistic).
+_IMP_LEN = 128.0
+
+_OLD = text("SELECT item_id, scope, has_text FROM search_docs WHERE item_id = ANY(CAST(:ids AS text[]))")
+
+_DROP_TERMS = text(
+    "WITH gone AS (DELETE FROM item_terms WHERE item_id = ANY(CAST(:ids AS text[])) RETURNING scope, term) "
+    "INSERT INTO term_df (domain, term, df) "
+    "SELECT x.domain, gone.term, -count(*) FROM gone, LATERAL (VALUES (gone.scope), ('')) x(domain) "
+    "GROUP BY 1, 2 ON CONFLICT (domain, term) DO UPDATE SET df = term_df.df + EXCLUDED.df"
+)
+_DROP_DOCS = text(
+    "WITH gone AS (DELETE FROM search_docs WHERE item_id = ANY(CAST(:ids AS text[])) RETURNING scope, dl, has_text) "
+    "INSERT INTO search_domains (domain, n_docs, total_len, n_text, changed_seq) "
+    "SELECT x.domain, -count(*), -sum(gone.dl), -count(*) FILTER (WHERE gone.has_text), 0 "
+    "FROM gone, LATERAL (VALUES (gone.scope), ('')) x(domain) GROUP BY 1 "
+    "ON CONFLICT (domain) DO UPDATE SET n_docs = search_domains.n_docs + EXCLUDED.n_docs, "
+    "total_len = search_domains.total_len + EXCLUDED.total_len, n_text = search_domains.n_text + EXCLUDED.n_text"
+)
+# The payload is serialized by jsonb (sorted keys, canonical numbers), so live appends and replays agree.
+_ADD = text(
+    "WITH d AS (SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:scopes AS text[]), CAST(:kinds AS text[]), "
+    "  CAST(:seqs AS bigint[]), CAST(:texts AS text[]), CAST(:payloads AS text[]), CAST(:tags AS text[])) "
+    "  AS d(item_id, scope, kind, seq, txt, payload, tags)), "
+    "s AS (SELECT item_id, scope, kind, seq, txt <> '' AS has_text, left(concat_ws(' ', txt, "
+    "  CASE WHEN payload = '{}' THEN NULL ELSE CAST(payload AS jsonb)::text END, tags), :cap) AS surface FROM d), "
+    "v AS MATERIALIZED (SELECT x.*, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(x.tsv) l)::int "
+    "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv FROM s) x), "
+    "docs AS (INSERT INTO search_docs (item_id, scope, kind, seq, has_text, dl, thash) "
+    "  SELECT item_id, scope, kind, seq, has_text, dl, md5(surface) FROM v RETURNING scope, dl, has_text), "
+    "terms AS (INSERT INTO item_terms (item_id, term, scope, kind, tf, dl, imp) "
+    "  SELECT v.item_id, l.lexeme, v.scope, v.kind, cardinality(l.positions), v.dl, "
+    "  cardinality(l.positions) / (cardinality(l.positions) + :k1 * (1 - :b + :b * v.dl / :ref)) "
+    "  FROM v, unnest(v.tsv) l RETURNING scope, term), "
+    "df AS (INSERT INTO term_df (domain, term, df) "
+    "  SELECT x.domain, terms.term, count(*) FROM terms, LATERAL (VALUES (terms.scope), ('')) x(domain) "
+    "  GROUP BY 1, 2 ON CONFLICT (domain, term) DO UPDATE SET df = term_df.df + EXCLUDED.df) "
+    "INSERT INTO search_domains (domain, n_docs, total_len, n_text, changed_seq) "
+    "SELECT x.domain, count(*), sum(docs.dl), count(*) FILTER (WHERE docs.has_text), 0 "
+    "FROM docs, LATERAL (VALUES (docs.scope), ('')) x(domain) GROUP BY 1 "
+    "ON CONFLICT (domain) DO UPDATE SET n_docs = search_domains.n_docs + EXCLUDED.n_docs, "
+    "total_len = search_domains.total_len + EXCLUDED.total_len, n_text = search_domains.n_text + EXCLUDED.n_text"
+)
+_SWEEP = text("DELETE FROM term_df WHERE df <= 0")
+_MARK = text(
+    "INSERT INTO search_domains (domain, n_docs, total_len, n_text, changed_seq) "
+    "SELECT d, 0, 0, 0, s FROM unnest(CAST(:domains AS text[]), CAST(:seqs AS bigint[])) AS x(d, s) "
+    "ON CONFLICT (domain) DO UPDATE SET changed_seq = greatest(search_domains.changed_seq, EXCLUDED.changed_seq)"
+)
+# Vectors carry the item seq they were embedded at. Only strictly older rows go: a replay (rebuild, or verify's
+# shadow schema, where this table resolves to the live one) re-applies events no newer than the live rows, so
+# it never deletes a current vector, while a live append always supersedes what was there.
+_DROP_VECTORS = text(
+    "DELETE FROM item_vectors v USING unnest(CAST(:ids AS text[]), CAST(:seqs AS bigint[])) AS x(item_id, seq) "
+    "WHERE v.item_id = x.item_id AND v.item_seq < x.seq"
+)
+
+
+def _effects(e: Any) -> list[tuple[str, dict[str, Any] | None]]:
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    item = e.data.get("item")
+    if item is not None:
+        out.append((item["id"], item))
+    if e.type == "ItemsMerged" and e.data.get("removed"):
+        out.append((e.data["removed"], None))
+    if e.type == "ItemRemoved":
+        out.append((e.data["id"], None))
+    return out
+
+
+def apply(conn: Connection, events: Sequence[Any]) -> None:
+    """Replace the touched items' postings and statistics; mark dirty domains; drop superseded vectors."""
+    effects = [(e.seq, eff) for e in events for eff in _effects(e)]
+    if not effects:
+        return
+    ids = list(dict.fromkeys(i for _, (i, _) in effects))
+    old = {r[0]: (r[1], bool(r[2])) for r in conn.execute(_OLD, {"ids": ids})}
+    state: dict[str, tuple[str, bool] | None] = dict(old)
+    final: dict[str, tuple[dict[str, Any] | None, int]] = {}
+    marks: dict[str, int] = {}
+    for seq, (item_id, item) in effects:
+        prev = state.get(item_id)
+        touched = [prev[0]] if prev is not None and prev[1] else []
+        if item is not None and item["text"]:
+            touched.append(item["scope"])
+        for domain in touched + ([ALL_DOMAIN] if touched else []):
+            marks[domain] = max(marks.get(domain, 0), seq)
+        state[item_id] = (item["scope"], bool(item["text"])) if item is not None else None
+        final[item_id] = (item, seq)
+    existed = [i for i in ids if i in old]
+    if existed:
+        conn.execute(_DROP_TERMS, {"ids": existed})
+        conn.execute(_DROP_DOCS, {"ids": existed})
+    live = [(i, it, seq) for i, (it, seq) in final.items() if it is not None]
+    if live:
+        conn.execute(
+            _ADD,
+            {
+                "ids": [i for i, _, _ in live],
+                "scopes": [it["scope"] for _, it, _ in live],
+                "kinds": [it["kind"] for _, it, _ in live],
+                "seqs": [seq for _, _, seq in live],
+                "texts": [it["text"] for _, it, _ in live],
+                "payloads": [dumps(it.get("payload") or {}) for _, it, _ in live],
+                "tags": [" ".join(it.get("tags") or []) for _, it, _ in live],
+                "cap": SURFACE_CHARS,
+                "cfg": TS_CONFIG,
+                "k1": BM25_K1,
+                "b": BM25_B,
+                "ref": _IMP_LEN,
+            },
+        )
+    if existed:
+        conn.execute(_SWEEP)
+        conn.execute(_DROP_VECTORS, {"ids": existed, "seqs": [final[i][1] for i in existed]})
+    if marks:
+        conn.execute(_MARK, {"domains": list(marks), "seqs": list(marks.values())})
+
+
+register(
+    Projector(
+        name="search",
+        handles=ITEM_EVENTS | {"ItemRemoved"},
+        tables=("search_docs", "item_terms", "term_df", "search_domains"),
+        apply=apply,
+        keys={
+            "search_docs": "item_id",
+            "item_terms": "item_id, term",
+            "term_df": "domain, term",
+            "search_domains": "domain",
+        },
+    )
+)
+# Fitted models and their vectors are derived lazily at search time (never replayed from the log).
+register_cache("embedders", "embedder_terms", "item_vectors")
