@@ -10,6 +10,7 @@ import pytest
 from service.answer import Answer, answer_from_substrate
 from service.context import ContextBudget, ContextPacket
 from service.items import SubstrateItem
+from tests.unit.fakes import Recorder
 
 
 class FakeSubstrate:
@@ -37,14 +38,6 @@ class FakeSubstrate:
                 hits.append((it, score))
         hits.sort(key=lambda p: -p[1])
         return hits[:k]
-
-
-class Recorder:
-    def __init__(self):
-        self.events = []
-
-    def record(self, kind, *, features, choice, outcome):
-        self.events.append((kind, features, choice, outcome))
 
 
 def first_line(_question, context):

@@ -20,6 +20,7 @@ from service.context import (
     substrate_item_to_knowledge_dict,
 )
 from service.items import SubstrateItem
+from tests.unit.fakes import Recorder
 
 
 class FakeSubstrate:
@@ -56,14 +57,6 @@ class FakeSubstrate:
                 hits.append((it, score))
         hits.sort(key=lambda p: -p[1])
         return hits[:k]
-
-
-class Recorder:
-    def __init__(self):
-        self.events = []
-
-    def record(self, kind, *, features, choice, outcome):
-        self.events.append((kind, features, choice, outcome))
 
 
 class BrokenTelemetry:
