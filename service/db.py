@@ -39,6 +39,7 @@ _SERVER_SETTINGS = {
 
 _lock = threading.Lock()
 _servers: dict[str, Any] = {}
+_root_users: dict[str, int] = {}  # open persistent stores per embedded cluster in this process
 _template_ready: set[str] = set()
 
 
@@ -246,6 +247,22 @@ def _finalize(engine: Engine, server_url: str | None, name: str | None) -> None:
         _drop_database(server_url, name)
 
 
+def _release_root(engine: Engine, key: str) -> None:
+    """Dispose the pool; stop the root's embedded cluster when this process no longer uses it."""
+    engine.dispose()
+    with _lock:
+        _root_users[key] = _root_users.get(key, 1) - 1
+        if _root_users[key] > 0:
+            return
+        del _root_users[key]
+        server = _servers.pop(key, None)
+    if server is not None:
+        try:
+            server.cleanup()  # pgserver stops the cluster once no other process holds it either
+        except Exception:  # noqa: BLE001 - best effort: the cluster is stopped at exit anyway
+            pass
+
+
 def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None = None) -> Database:
     """Open (and migrate) the store: ``url``, else ``$SUBSTRATE_DATABASE_URL``, else ``root``, else ephemeral."""
     url = url or (os.environ.get(ENV_URL) if root is None else None)
@@ -258,7 +275,10 @@ def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None
     if root is not None:
         root_path = Path(root).expanduser().resolve()
         root_path.mkdir(parents=True, exist_ok=True)
-        server_url = embedded_server_url(str(root_path / "pgdata"))
+        key = str((root_path / "pgdata").resolve())
+        server_url = embedded_server_url(key)
+        with _lock:
+            _root_users[key] = _root_users.get(key, 0) + 1
         admin = _admin_engine(server_url)
         if not _database_exists(admin, "substrate"):
             with admin.connect() as conn:
@@ -267,7 +287,7 @@ def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None
         engine = _make_engine(_driver_url(server_url, "substrate"))
         upgrade(engine)
         db = Database(engine=engine, url=_driver_url(server_url, "substrate"), root=str(root_path))
-        db._finalizer = weakref.finalize(db, _finalize, engine, None, None)
+        db._finalizer = weakref.finalize(db, _release_root, engine, key)
         return db
     server_url = embedded_server_url(None)
     return ephemeral_database(server_url)

@@ -54,3 +54,17 @@ def test_root_store_persists_across_processes(tmp_path: Path) -> None:
     s.save()
     assert (tmp_path / "items.jsonl").exists()
     s.close()
+
+
+def test_closing_the_last_root_store_stops_its_cluster_and_reopening_works(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pgdata" / "postmaster.pid"  # present exactly while the cluster runs
+    s = Substrate(root=tmp_path)
+    i = s.add("text", "kept")
+    other = Substrate(root=tmp_path)  # a second handle keeps the cluster up when the first closes
+    s.close()
+    assert pidfile.exists() and other.get(i) is not None
+    other.close()
+    assert not pidfile.exists()
+    again = Substrate(root=tmp_path)
+    assert again.get(i) is not None
+    again.close()
