@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
+from service.retry import retries
 from service.validation import InvalidArgument, require_name
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ __all__ = [
 PUBLIC = "public"
 # The modes an AccessGranted event may carry; "readwrite" is the persisted form of AccessPolicy.grant().
 ACCESS_MODES = ("read", "write", "readwrite")
-_RETRIES = 16
 
 
 class AccessDeniedError(PermissionError):
@@ -188,7 +188,7 @@ def grant_access(store: Substrate, principal: str, scope: str, mode: str = "read
     by = require_name(by, "by")
     if mode not in ACCESS_MODES:
         raise InvalidArgument(f"mode must be one of {ACCESS_MODES}, got {mode!r}")
-    for _ in range(_RETRIES):
+    for _ in retries():
         version = store.events.stream_version(_acl_stream(s))
         if not _may_administer(store, by, s):
             raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may grant access to it")
@@ -205,7 +205,7 @@ def revoke_access(store: Substrate, principal: str, scope: str, *, by: str) -> b
     """Persist the revocation of principal's grants on scope (by its administrator or itself); False if none."""
     p, s = _names(principal, scope)
     by = require_name(by, "by")
-    for _ in range(_RETRIES):
+    for _ in retries():
         version = store.events.stream_version(_acl_stream(s))
         if by != p and not _may_administer(store, by, s):
             raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may revoke access to it")

@@ -35,6 +35,7 @@ from service.belief_query import retrieve_beliefs
 from service.errors import ConcurrencyError, SubstrateError
 from service.events import EvidenceAssimilated, EvidenceRetracted, NewEvent
 from service.items import DEFAULT_SCOPE
+from service.retry import retries
 from service.validation import InvalidArgument, require_name
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ __all__ = [
     "retrieve_beliefs",
 ]
 
-_RETRIES = 64
 _STATE = text(
     # One statement, one snapshot: the stream version and the state it produced can never disagree.
     "SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = :id), "
@@ -225,7 +225,7 @@ def assimilate(
     claim = _guarded_claim(sub, claim, scope)
     key = claim_key(claim.text)
     created = time.time()
-    for _ in range(_RETRIES):
+    for _ in retries():
         with sub.engine.connect() as c:
             found = c.execute(_BY_KEY, {"scope": scope, "key": key}).scalar()
         belief_id = found or _belief_id(scope, key)
@@ -305,7 +305,7 @@ def retract(sub: Substrate, source_id: str, *, scope: str | None = None) -> list
     require_name(source_id, "source_id")
     if scope is not None:
         require_name(scope, "scope")
-    for _ in range(_RETRIES):
+    for _ in retries():
         events, last = _retraction(sub, source_id, scope)
         try:
             sub._append(events)

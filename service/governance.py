@@ -22,6 +22,7 @@ from service.events import (
     PromotionRejected,
 )
 from service.items import SubstrateItem
+from service.retry import retries
 from service.sharing import _ids, _Live, _live, _principal, published_state
 from service.validation import InvalidArgument, require_name
 
@@ -42,7 +43,6 @@ __all__ = [
     "stored_governance",
 ]
 
-_RETRIES = 16
 PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
 
 
@@ -113,7 +113,7 @@ def grant_approver(store: Substrate, who: str, scope: str, *, by: str) -> int:
     """Persist an approver grant (gated like Governance.grant) as an ApproverGranted event; returns its position."""
     scope = require_name(scope, "scope")
     stream = f"governance:{scope}"
-    for _ in range(_RETRIES):
+    for _ in retries():
         version = store.events.stream_version(stream)
         entry = stored_governance(store)._check_grant(who, scope, by)
         try:
@@ -154,7 +154,7 @@ def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> li
     to, by, wanted = require_name(to, "to"), _principal(by), _ids(ids)
     done = []
     for item_id in wanted:
-        for _ in range(_RETRIES):
+        for _ in retries():
             live = _live(substrate, [item_id]).get(item_id)
             entries = proposal_history(substrate, item_id) if live is not None else []
             if live is None or (entries and entries[-1]["status"] == "pending"):
@@ -181,7 +181,7 @@ def _require_governance(governance: Any) -> Governance:
 def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governance, to: str | None = None) -> bool:
     """Publish a pending item into its proposed scope iff ``by`` may approve there; False when nothing is pending."""
     by, gov = _principal(by), _require_governance(governance)
-    for _ in range(_RETRIES):
+    for _ in retries():
         state = _open(substrate, require_name(item_id, "item_id"))
         if state is None:
             return False
@@ -213,7 +213,7 @@ def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governanc
     by, gov = _principal(by), _require_governance(governance)
     if not isinstance(reason, str):
         raise InvalidArgument(f"reason must be a string, got {type(reason).__name__}")
-    for _ in range(_RETRIES):
+    for _ in retries():
         state = _open(substrate, require_name(item_id, "item_id"))
         if state is None:
             return False

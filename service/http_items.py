@@ -30,6 +30,7 @@ from service.http_models import (
 )
 from service.http_views import read_view
 from service.items import SubstrateItem
+from service.retry import retries
 from service.sharing import history, revision
 
 __all__ = ["AsOf", "item_out", "router"]
@@ -39,7 +40,6 @@ AsOf = Annotated[
     Query(max_length=64, description="read the store as it was after this log position (integer) or at this "
           "ISO-8601 time"),
 ]
-_RETRIES = 64
 _MAX_POS = 2**62
 
 router = APIRouter(tags=["items"])
@@ -114,7 +114,7 @@ def update_item(caller: CallerDep, item_id: PathText, body: ItemPatch) -> Update
     if "scope" in fields:
         new_scope = _require_scope_name(fields["scope"] or "")
         caller.require_write(new_scope, f"scope {new_scope!r}")
-    for _ in range(_RETRIES):
+    for _ in retries():
         current, version = _current(caller, item_id)
         # The scope check and the write are one optimistic step: a concurrent move invalidates `version`.
         data = caller.store._prepare(dataclasses.replace(current, **fields), body.secret_policy)
@@ -131,7 +131,7 @@ def update_item(caller: CallerDep, item_id: PathText, body: ItemPatch) -> Update
 @router.delete("/items/{item_id}", response_model=Written, summary="Remove an item")
 def delete_item(caller: CallerDep, item_id: PathText) -> Written:
     """Remove the item (an ItemRemoved event; its history and revisions stay in the log)."""
-    for _ in range(_RETRIES):
+    for _ in retries():
         current, version = _current(caller, item_id)
         event = NewEvent(item_id, ItemRemoved(id=item_id), scope=current.scope, expected_version=version)
         try:

@@ -14,6 +14,7 @@ from service.access import PUBLIC, AccessPolicy, _append_as
 from service.errors import ConcurrencyError
 from service.events import ItemPublished, ItemRemoved, ItemsMerged, NewEvent
 from service.items import SubstrateItem
+from service.retry import retries
 from service.validation import InvalidArgument, require_name
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MergeStrategy", "history", "merge_versions", "publish", "revision", "version_of"]
 
-_RETRIES = 16
 # Where an item's share version lives (a dedicated key: a caller's own provenance "version" is left alone).
 SHARE_VERSION = "share_version"
 
@@ -95,7 +95,7 @@ def publish(
         require_name(from_scope, "from_scope")
     policy = AccessPolicy() if policy is None else policy
     policy.require_write(by, to)
-    for _ in range(_RETRIES):
+    for _ in retries():
         live = _live(substrate, wanted)
         # One decision for the distinct source scopes (one query even for a live stored policy).
         readable = policy.readable(by, {row.item.scope for row in live.values()})
@@ -168,7 +168,7 @@ def merge_versions(
     if keep_id == other_id:
         raise ValueError(f"cannot merge item {keep_id!r} into itself")
     policy = AccessPolicy() if policy is None else policy
-    for _ in range(_RETRIES):
+    for _ in retries():
         live = _live(substrate, [keep_id, other_id])
         if keep_id not in live or other_id not in live:
             return None  # a no-op, decided before any authorization question

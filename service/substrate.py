@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.eventstore import ChainReport, EventStore
 from service.items import SubstrateItem
+from service.retry import retries
 from service.security import guard_item
 from service.snapshot import read_snapshot, write_snapshot
 from service.validation import InvalidArgument, require_count
@@ -26,7 +26,6 @@ __all__ = ["SecretPolicy", "Substrate"]
 
 SecretPolicy = Literal["redact", "reject"]
 _POLICIES = ("redact", "reject")
-_UPDATE_RETRIES = 64
 _BULK_CHUNK = 5000
 
 
@@ -144,7 +143,7 @@ class Substrate:
         if "id" in fields and fields["id"] != item_id:
             raise ValueError(f"update cannot change an item's id ({item_id!r} -> {fields['id']!r}); put a new item")
         fields.pop("id", None)
-        for _ in range(_UPDATE_RETRIES):
+        for _ in retries():
             row = self._row(item_id)
             if row is None:
                 raise KeyError(item_id)
@@ -164,14 +163,13 @@ class Substrate:
                     ]
                 )
             except ConcurrencyError:
-                time.sleep(0.001)
                 continue
             return SubstrateItem(**data).copy()
         raise ConcurrencyError(item_id, -1, f"update of {item_id!r} kept colliding with other writers; gave up")
 
     def remove(self, item_id: str) -> bool:
         """Remove an item by id; True when something was removed."""
-        for _ in range(_UPDATE_RETRIES):
+        for _ in retries():
             row = self._row(item_id)
             if row is None:
                 return False
