@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from service.items import SubstrateItem
+
 __all__ = ["BrokenTelemetry", "FakeSubstrate", "Recorder"]
 
 
@@ -15,7 +17,14 @@ class FakeSubstrate:
         self._items = {}
         self.searches = []
         for it in items:
-            self._items[it.id] = it.copy()
+            self.put(it)
+
+    def put(self, item):
+        self._items[item.id] = item.copy()
+        return item.id
+
+    def add(self, kind, text="", **kw):
+        return self.put(SubstrateItem(kind, text, **kw))
 
     def get(self, item_id):
         it = self._items.get(item_id)
@@ -29,7 +38,7 @@ class FakeSubstrate:
         q = set(re.findall(r"\w+", query.lower()))
         hits = []
         for it in self.all(kind=kind, scope=scope):
-            words = set(re.findall(r"\w+", f"{it.text} {json.dumps(it.payload)}".lower()))
+            words = set(re.findall(r"\w+", f"{it.text} {json.dumps(it.payload)} {' '.join(it.tags)}".lower()))
             score = len(q & words) / max(len(q), 1)
             if score > 0:
                 hits.append((it, score))

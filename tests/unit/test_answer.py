@@ -3,41 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from service.answer import Answer, answer_from_substrate
 from service.context import ContextBudget, ContextPacket
 from service.items import SubstrateItem
-from tests.unit.fakes import Recorder
-
-
-class FakeSubstrate:
-    """A test double for the substrate's public surface: a dict of items and token-overlap search."""
-
-    def __init__(self, items=()):
-        self._items = {}
-        for it in items:
-            self._items[it.id] = it.copy()
-
-    def get(self, item_id):
-        it = self._items.get(item_id)
-        return it.copy() if it else None
-
-    def all(self, *, kind=None, scope=None):
-        return [i.copy() for i in self._items.values() if kind in (None, i.kind) and scope in (None, i.scope)]
-
-    def search(self, query, k=5, *, kind=None, scope=None):
-        q = set(re.findall(r"\w+", query.lower()))
-        hits = []
-        for it in self.all(kind=kind, scope=scope):
-            words = set(re.findall(r"\w+", f"{it.text} {json.dumps(it.payload)}".lower()))
-            score = len(q & words) / max(len(q), 1)
-            if score > 0:
-                hits.append((it, score))
-        hits.sort(key=lambda p: -p[1])
-        return hits[:k]
+from tests.unit.fakes import FakeSubstrate, Recorder
 
 
 def first_line(_question, context):
