@@ -345,5 +345,14 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule("url_password", _regex(_URL_PASSWORD, check=_url_check)),
+    # Credentials on a command line: curl/wget/httpie `-u user:pass`, `--user user:pass`, `--password value`.
+    Rule(
+        "cli_password",
+        _regex(
+            r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{1,64}+:(?P<s>[^\s'\"$]{4,256}+)",
+            r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"$-][^\s'\"$]{3,255}+)",
+            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
+        ),
+    ),
     Rule("sensitive_assignment", _regex(_ASSIGNMENT, flags=re.IGNORECASE, check=_assignment_check)),
 )

@@ -142,6 +142,7 @@ TRUE_POSITIVES = [
     ("jwt", "id_token " + (k := "eyJ" + rnd(33, URLSAFE) + ".eyJ" + rnd(60, URLSAFE) + "." + rnd(43, URLSAFE)), k),
     ("url_password", "DATABASE_URL=postgres://app:" + (k := rnd(16)) + "@db.internal:5432/app", k),
     ("url_password", "redis://:" + (k := rnd(12)) + "@cache:6379/0", k),
+    ("cli_password", "curl -u deploy:" + (k := rnd(14)) + " https://api.internal/v1", k),
     ("basic_auth", "curl -H 'Authorization: Basic " + BASIC + "' https://api", BASIC),
     ("bearer_token", '{"Authorization": "Bearer ' + (k := rnd(40, URLSAFE) + "9") + '"}', k),
     ("sensitive_assignment", 'DB_PASSWORD="' + (k := rnd(14, B62 + "!@#%^&")) + '"', k),
@@ -198,6 +199,7 @@ FALSE_POSITIVES = [
     ("url_password", "postgres://user:changeme@localhost/db"),
     ("url_password", "redis://localhost:6379/0 and https://host:8443/path"),
     ("url_password", "postgres://${DB_USER}:${DB_PASSWORD}@db/app"),
+    ("cli_password", "curl -u $API_USER:$API_PASS https://api.internal/v1"),
     ("basic_auth", "Authorization: Basic <credentials>"),
     ("bearer_token", "Authorization: Bearer ${TOKEN}"),
     ("bearer_token", "Bearer tokens are sent in a header"),
@@ -532,3 +534,25 @@ def test_findings_are_ordered_disjoint_and_never_preview_the_secret(text: str) -
         previous_end = f.end
         secret = text[f.start : f.end]
         assert len(secret) < 8 or secret not in f.preview
+
+
+@pytest.mark.parametrize(
+    "text,leak",
+    [
+        ("curl -u admin:" + "Sup3rS3cr" + "et! https://api.example.com", "Sup3rS3cr"),
+        ("wget --user=bob:" + "Xy9zQ8" + "w7 http://host", "Xy9zQ8"),
+        ("mysqladmin --password=" + "Kx82nd" + "0q status", "Kx82nd"),
+    ],
+)
+def test_cli_passwords_are_masked(text: str, leak: str) -> None:
+    assert [f.rule for f in detect_secrets(text)] == ["cli_password"]
+    assert leak not in redact_secrets(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["curl -u $USER:$PASS https://x", "curl --user admin https://x", "use --password to set it",
+     "curl -u user:password https://x", "--password <your-password>"],
+)
+def test_cli_password_look_alikes_are_left_alone(text: str) -> None:
+    assert not detect_secrets(text)
