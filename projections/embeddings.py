@@ -50,11 +50,10 @@ _DROP_DOCS = text(
 )
 # The payload is serialized by jsonb (sorted keys, canonical numbers), so live appends and replays agree.
 _ADD = text(
-    "WITH d AS (SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:scopes AS text[]), CAST(:kinds AS text[]), "
-    "  CAST(:seqs AS bigint[]), CAST(:texts AS text[]), CAST(:payloads AS text[]), CAST(:tags AS text[])) "
-    "  AS d(item_id, scope, kind, seq, txt, payload, tags)), "
+    "WITH d AS (SELECT * FROM jsonb_to_recordset(CAST(:rows AS jsonb)) "
+    "  AS d(item_id text, scope text, kind text, seq bigint, txt text, payload jsonb, tags text)), "
     "s AS (SELECT item_id, scope, kind, seq, txt <> '' AS has_text, left(concat_ws(' ', txt, "
-    "  CASE WHEN payload = '{}' THEN NULL ELSE CAST(payload AS jsonb)::text END, tags), :cap) AS surface FROM d), "
+    "  CASE WHEN payload = '{}'::jsonb THEN NULL ELSE payload::text END, tags), :cap) AS surface FROM d), "
     "v AS MATERIALIZED (SELECT x.*, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(x.tsv) l)::int "
     "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv FROM s) x), "
     "docs AS (INSERT INTO search_docs (item_id, scope, kind, seq, has_text, dl, thash) "
@@ -127,13 +126,21 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         conn.execute(
             _ADD,
             {
-                "ids": [i for i, _, _ in live],
-                "scopes": [it["scope"] for _, it, _ in live],
-                "kinds": [it["kind"] for _, it, _ in live],
-                "seqs": [seq for _, _, seq in live],
-                "texts": [it["text"] for _, it, _ in live],
-                "payloads": [dumps(it.get("payload") or {}) for _, it, _ in live],
-                "tags": [" ".join(it.get("tags") or []) for _, it, _ in live],
+                # One JSON document (serialized in C) instead of seven text arrays quoted element by element.
+                "rows": dumps(
+                    [
+                        {
+                            "item_id": i,
+                            "scope": it["scope"],
+                            "kind": it["kind"],
+                            "seq": seq,
+                            "txt": it["text"],
+                            "payload": it.get("payload") or {},
+                            "tags": " ".join(it.get("tags") or []),
+                        }
+                        for i, it, seq in live
+                    ]
+                ),
                 "cap": SURFACE_CHARS,
                 "cfg": TS_CONFIG,
                 "k1": BM25_K1,

@@ -29,20 +29,18 @@ ITEM_EVENTS = frozenset(
     }
 )
 
-# One statement per batch: arrays in, set-wise upsert (pos is kept when an existing row is replaced).
+# One statement per batch: the rows travel as one JSON document (serialized in C, unlike text arrays),
+# then a set-wise upsert (pos is kept when an existing row is replaced).
 _UPSERT = text(
     "INSERT INTO items (id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
-    "SELECT u.id, u.kind, u.scope, u.text, u.doc::jsonb, u.digest, u.version, u.pos, u.seq, u.created_at "
-    "FROM unnest(CAST(:id AS text[]), CAST(:kind AS text[]), CAST(:scope AS text[]), CAST(:text AS text[]), "
-    "CAST(:doc AS text[]), CAST(:digest AS text[]), CAST(:version AS int[]), CAST(:pos AS bigint[]), "
-    "CAST(:seq AS bigint[]), CAST(:created_at AS float8[])) "
-    "AS u(id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
+    "SELECT u.doc->>'id', u.doc->>'kind', u.doc->>'scope', u.doc->>'text', u.doc, u.digest, u.version, u.pos, "
+    "u.seq, (u.doc->>'created_at')::float8 "
+    "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS u(doc jsonb, digest text, version int, pos bigint, seq bigint) "
     "ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, text = EXCLUDED.text, "
     "doc = EXCLUDED.doc, digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq, "
     "created_at = EXCLUDED.created_at"
 )
 _DELETE = text("DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))")
-_COLUMNS = ("id", "kind", "scope", "text", "doc", "digest", "version", "pos", "seq", "created_at")
 
 
 def _removed(e: Any) -> str | None:
@@ -64,17 +62,7 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
             i = item["id"]
             if final.get(i, 0) is None or i not in first_seq:
                 first_seq[i] = e.seq
-            final[i] = {
-                "id": i,
-                "kind": item["kind"],
-                "scope": item["scope"],
-                "text": item["text"],
-                "doc": dumps(item),
-                "digest": item_digest(item),
-                "version": e.version,
-                "seq": e.seq,
-                "created_at": item["created_at"],
-            }
+            final[i] = {"doc": item, "digest": item_digest(item), "version": e.version, "seq": e.seq}
         gone = _removed(e)
         if gone is not None:
             final[gone] = None
@@ -84,7 +72,7 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         conn.execute(_DELETE, {"ids": sorted(deleted)})
     rows = [dict(r, pos=first_seq[i]) for i, r in final.items() if r is not None]
     if rows:
-        conn.execute(_UPSERT, {c: [r[c] for r in rows] for c in _COLUMNS})
+        conn.execute(_UPSERT, {"rows": dumps(rows)})
 
 
 register(

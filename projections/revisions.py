@@ -15,33 +15,26 @@ from projections.registry import Projector, register
 
 __all__ = ["apply"]
 
+# The rows travel as one JSON document (serialized in C, unlike text arrays).
 _INSERT = text(
     "INSERT INTO revisions (digest, item_id, doc, seq) "
-    "SELECT u.digest, u.item_id, u.doc::jsonb, u.seq FROM unnest(CAST(:digest AS text[]), "
-    "CAST(:item_id AS text[]), CAST(:doc AS text[]), CAST(:seq AS bigint[])) AS u(digest, item_id, doc, seq) "
+    "SELECT u.digest, u.doc->>'id', u.doc, u.seq "
+    "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS u(digest text, doc jsonb, seq bigint) "
     "ON CONFLICT (digest) DO NOTHING"
 )
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
     """Record each carried item state once; the first event that produced a digest owns it."""
-    rows: dict[str, tuple[str, str, int]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for e in events:
         item = e.data.get("item")
         if item is not None:
             digest = item_digest(item)
             if digest not in rows:
-                rows[digest] = (item["id"], dumps(item), e.seq)
+                rows[digest] = {"digest": digest, "doc": item, "seq": e.seq}
     if rows:
-        conn.execute(
-            _INSERT,
-            {
-                "digest": list(rows),
-                "item_id": [r[0] for r in rows.values()],
-                "doc": [r[1] for r in rows.values()],
-                "seq": [r[2] for r in rows.values()],
-            },
-        )
+        conn.execute(_INSERT, {"rows": dumps(list(rows.values()))})
 
 
 register(
