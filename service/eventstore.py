@@ -151,36 +151,12 @@ class EventStore:
     def _insert_one(self, conn: Connection, s: StoredEvent) -> StoredEvent:
         recorded = conn.execute(
             _INSERT_ONE,
-            {
-                "seq": s.seq,
-                "stream": s.stream,
-                "version": s.version,
-                "type": s.type,
-                "data": dumps(s.data),
-                "principal": s.principal,
-                "scope": s.scope,
-                "event_id": s.event_id,
-                "prev": s.prev,
-                "names": projector_names(),
-            },
+            {**_row(s), "names": projector_names()},
         ).scalar_one()
         return _with_time(s, recorded)
 
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
-        rows = [
-            {
-                "seq": s.seq,
-                "stream": s.stream,
-                "version": s.version,
-                "type": s.type,
-                "data": dumps(s.data),
-                "principal": s.principal,
-                "scope": s.scope,
-                "event_id": s.event_id,
-                "prev": s.prev,
-            }
-            for s in stored
-        ]
+        rows = [_row(s) for s in stored]
         raw = conn.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cur:
@@ -305,6 +281,21 @@ class EventStore:
                 f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
             )
         return ChainReport(count, True, head=expected_prev)
+
+
+def _row(s: StoredEvent) -> dict[str, Any]:
+    """The column values of one event row (data serialized for jsonb)."""
+    return {
+        "seq": s.seq,
+        "stream": s.stream,
+        "version": s.version,
+        "type": s.type,
+        "data": dumps(s.data),
+        "principal": s.principal,
+        "scope": s.scope,
+        "event_id": s.event_id,
+        "prev": s.prev,
+    }
 
 
 def _with_time(s: StoredEvent, recorded: Any) -> StoredEvent:
