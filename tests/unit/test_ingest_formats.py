@@ -69,7 +69,8 @@ def test_jsonl_yields_exactly_one_entry_per_non_blank_line(lines: list[str]) -> 
         except ValueError:
             assert isinstance(value, Bad) and value.reason.startswith("invalid JSON")
         else:
-            assert value == expected
+            # Compared serialized: a line "NaN" parses to a float that is not equal to itself.
+            assert json.dumps(value) == json.dumps(expected)
 
 
 @given(st.binary(max_size=300))
