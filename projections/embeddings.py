@@ -1,11 +1,13 @@
-"""The search read models: per-domain postings, document frequencies and dirty marks, kept inline with the log.
+"""The search read models: per-domain postings, document frequencies and dirty marks, a lazy projector.
 
-A domain is one scope, or ``ALL_DOMAIN`` (the empty string, never a scope) for everything. Every item write
-here (1) replaces the item's postings (stemmed lexemes of its surface: text, serialized payload, tags) and
-adjusts its domains' document frequencies and lengths, (2) advances ``changed_seq`` of each domain whose text
-items it touched (the dirty rule of ``Substrate.put``: the new state has text, or the replaced/removed state
-had text), and (3) deletes the item's now-stale vectors. The embedders themselves are fitted lazily by
-``service.vectors`` (never on the write path).
+A domain is one scope, or ``ALL_DOMAIN`` (the empty string, never a scope) for everything. For every item event
+this projector (1) replaces the item's postings (stemmed lexemes of its surface: text, serialized payload, tags)
+and adjusts its domains' document frequencies and lengths, (2) advances ``changed_seq`` of each domain whose text
+items it touched (the dirty rule of ``Substrate.put``: the new state has text, or the replaced/removed state had
+text). It is lazy (off the write path): ``runner.catch_up`` applies the events since its checkpoint before any
+search, reindex or digest reads these tables, so a search never sees an item's old text. A second, inline
+projector (``vectors``) deletes an item's now-stale vectors in the writing transaction. The embedders themselves
+are fitted lazily by ``service.vectors``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.registry import Projector, register, register_cache
 
-__all__ = ["ALL_DOMAIN", "BM25_B", "BM25_K1", "SURFACE_CHARS", "TS_CONFIG", "apply"]
+__all__ = ["ALL_DOMAIN", "BM25_B", "BM25_K1", "NAME", "SURFACE_CHARS", "TS_CONFIG", "apply"]
+
+NAME = "search"
 
 # The all-scopes domain (scope=None). Not "*": that is a legal scope name, and must stay its own domain.
 ALL_DOMAIN = ""
@@ -79,7 +83,7 @@ _MARK = text(
 )
 # Vectors carry the item seq they were embedded at. Only strictly older rows go: a replay (rebuild, or verify's
 # shadow schema, where this table resolves to the live one) re-applies events no newer than the live rows, so
-# it never deletes a current vector, while a live append always supersedes what was there.
+# it never deletes a current vector, while a catch-up over newer events always supersedes what was there.
 _DROP_VECTORS = text(
     "DELETE FROM item_vectors v USING unnest(CAST(:ids AS text[]), CAST(:seqs AS bigint[])) AS x(item_id, seq) "
     "WHERE v.item_id = x.item_id AND v.item_seq < x.seq"
@@ -99,7 +103,7 @@ def _effects(e: Any) -> list[tuple[str, dict[str, Any] | None]]:
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
-    """Replace the touched items' postings and statistics; mark dirty domains; drop superseded vectors."""
+    """Replace the touched items' postings and statistics; mark dirty domains."""
     effects = [(e.seq, eff) for e in events for eff in _effects(e)]
     if not effects:
         return
@@ -150,14 +154,13 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         )
     if existed:
         conn.execute(_SWEEP)
-        conn.execute(_DROP_VECTORS, {"ids": existed, "seqs": [final[i][1] for i in existed]})
     if marks:
         conn.execute(_MARK, {"domains": list(marks), "seqs": list(marks.values())})
 
 
 register(
     Projector(
-        name="search",
+        name=NAME,
         handles=ITEM_EVENTS | {"ItemRemoved"},
         tables=("search_docs", "item_terms", "term_df", "search_domains"),
         apply=apply,
@@ -167,6 +170,30 @@ register(
             "term_df": "domain, term",
             "search_domains": "domain",
         },
+        lazy=True,
+    )
+)
+
+
+def drop_stale_vectors(conn: Connection, events: Sequence[Any]) -> None:
+    """Delete the vectors of every item these events change or remove (embedded at an older seq)."""
+    latest: dict[str, int] = {}
+    for e in events:
+        for item_id, _ in _effects(e):
+            latest[item_id] = e.seq
+    if latest:
+        conn.execute(_DROP_VECTORS, {"ids": list(latest), "seqs": list(latest.values())})
+
+
+# Inline: a changed or removed item's vector is gone in the same transaction as the event (owns no table of its
+# own; item_vectors is a cache table).
+register(
+    Projector(
+        name="vectors",
+        handles=ITEM_EVENTS | {"ItemRemoved"},
+        tables=(),
+        apply=drop_stale_vectors,
+        keys={},
     )
 )
 # Fitted models and their vectors are derived lazily at search time (never replayed from the log).

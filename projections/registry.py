@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["PROJECTORS", "Projector", "apply_events", "projector_names", "read_model_tables"]
+__all__ = ["PROJECTORS", "Projector", "apply_events", "lazy_projectors", "projector_names", "read_model_tables"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,9 @@ class Projector:
     apply: Callable[[Connection, Sequence[Any]], None]
     # Digest ordering: the columns that identify a row of each table, for per-table digests.
     keys: dict[str, str]
+    # A lazy projector stays off the write path: it catches up from its own checkpoint (runner.catch_up) before
+    # a read that needs it, and in every rebuild, so its tables are still a pure replay of the log.
+    lazy: bool = False
 
 
 PROJECTORS: list[Projector] = []
@@ -64,24 +67,31 @@ _SET_CHECKPOINTS = text(
 def projector_names() -> list[str]:
     """The names of the inline projectors (their checkpoints advance with every append)."""
     _load()
-    return [p.name for p in PROJECTORS]
+    return [p.name for p in PROJECTORS if not p.lazy]
 
 
-def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = True) -> None:
-    """Apply ``events`` (in seq order) to every projector, in ``conn``'s transaction.
+def lazy_projectors() -> list[Projector]:
+    """The projectors kept off the write path (see ``Projector.lazy``)."""
+    _load()
+    return [p for p in PROJECTORS if p.lazy]
 
-    Each checkpoint advances in the same transaction; ``checkpoint=False`` when the caller's own statement
-    already advanced them (the single-event append folds it into its INSERT).
+
+def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = True, lazy: bool = False) -> None:
+    """Apply ``events`` (in seq order) to every inline projector (and the lazy ones too when ``lazy``).
+
+    Each applied projector's checkpoint advances in the same transaction; ``checkpoint=False`` when the caller's
+    own statement already advanced them (the single-event append folds it into its INSERT).
     """
     if not events:
         return
     _load()
-    for p in PROJECTORS:
+    applied = [p for p in PROJECTORS if lazy or not p.lazy]
+    for p in applied:
         mine = [e for e in events if e.type in p.handles]
         if mine:
             p.apply(conn, mine)
     if checkpoint:
-        conn.execute(_SET_CHECKPOINTS, {"names": projector_names(), "seq": events[-1].seq})
+        conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
 
 
 def _load() -> None:

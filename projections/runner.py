@@ -11,11 +11,31 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections.jsonutil import loads
-from projections.registry import apply_events, cache_tables, read_model_tables
+from projections.registry import apply_events, cache_tables, lazy_projectors, projector_names, read_model_tables
 
-__all__ = ["RebuildReport", "build_snapshot", "drop_snapshot", "rebuild", "shadow_digests", "table_digests"]
+__all__ = [
+    "RebuildReport",
+    "build_snapshot",
+    "catch_up",
+    "catch_up_engine",
+    "drop_snapshot",
+    "rebuild",
+    "shadow_digests",
+    "table_digests",
+]
 
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
+# Advisory lock namespace: one catch-up (or rebuild) of a lazy projector at a time.
+_CATCH_UP_NS = 80_0239
+# Where the inline read models stand (every inline checkpoint advances with each append, so any one of them is
+# the log position these tables describe: the head live, the prefix end in a time-travel schema).
+_POSITIONS = text(
+    "SELECT coalesce(max(seq) FILTER (WHERE name = ANY(CAST(:inline AS text[]))), 0), "
+    "coalesce(max(seq) FILTER (WHERE name = :lazy), 0) FROM checkpoints"
+)
+_SET_CHECKPOINT = text(
+    "INSERT INTO checkpoints (name, seq) VALUES (:name, :seq) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +54,72 @@ class _Row:
 
 @dataclass
 class RebuildReport:
-    """What a rebuild replayed and the digest of every read-model table afterwards."""
+    """What a rebuild replayed, how long each phase took, and the digest of every read-model table afterwards."""
 
     events: int
     seconds: float
     counts: dict[str, int] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
+    # "inline": the write-path read models; "lazy": the lazy projectors' catch-up from zero.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"events": self.events, "seconds": self.seconds, "counts": self.counts, "digests": self.digests}
+        return {
+            "events": self.events,
+            "seconds": self.seconds,
+            "phases": self.phases,
+            "counts": self.counts,
+            "digests": self.digests,
+        }
+
+
+def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
+    """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied.
+
+    Serialized per projector by an advisory lock; the checkpoint is re-read once the lock is held, so two callers
+    never apply the same event twice. Appends are never blocked (no chain lock is taken).
+    """
+    applied: dict[str, int] = {}
+    inline = projector_names()
+    for p in lazy_projectors():
+        target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
+        if done >= target:
+            continue
+        conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name})
+        target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
+        if done >= target:
+            continue
+        n = 0
+        sql = text(
+            f"SELECT {_COLUMNS} FROM public.events WHERE seq > :after AND seq <= :target "
+            "AND type = ANY(CAST(:types AS text[])) ORDER BY seq LIMIT :lim"
+        )
+        after = done
+        while True:
+            rows = conn.execute(sql, {"after": after, "target": target, "types": sorted(p.handles), "lim": batch}).all()
+            if rows:
+                p.apply(conn, [_Row(r[0], r[1], r[2], r[3], loads(r[4]), r[5], r[6], r[7], r[8], r[9]) for r in rows])
+                n += len(rows)
+                after = rows[-1][0]
+            if len(rows) < batch:
+                break
+        conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": target})
+        applied[p.name] = n
+    return applied
+
+
+def catch_up_engine(engine: Engine) -> dict[str, int]:
+    """``catch_up`` in a transaction of its own (committed before returning)."""
+    with engine.begin() as conn:
+        return catch_up(conn)
 
 
 def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
-    """Row count and md5 of every read-model table's rows, in key order (schema from search_path)."""
+    """Row count and md5 of every read-model table's rows, in key order (schema from search_path).
+
+    Lazy projectors are caught up first, in ``conn``'s transaction, so the digests describe complete read models.
+    """
+    catch_up(conn)
     counts: dict[str, int] = {}
     digests: dict[str, str] = {}
     for table, key in read_model_tables():
@@ -58,7 +131,9 @@ def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
     return counts, digests
 
 
-def _replay(conn: Connection, until: int | None, progress: Callable[[int], None] | None, batch: int) -> int:
+def _replay(
+    conn: Connection, until: int | None, progress: Callable[[int], None] | None, batch: int, *, lazy: bool = False
+) -> int:
     where = "" if until is None else f"WHERE seq <= {int(until)}"
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -72,7 +147,7 @@ def _replay(conn: Connection, until: int | None, progress: Callable[[int], None]
             if not rows:
                 break
             events = [_Row(r[0], r[1], r[2], r[3], loads(r[4]), r[5], r[6], r[7], r[8], r[9]) for r in rows]
-            apply_events(conn, events)
+            apply_events(conn, events, lazy=lazy)
             total += len(events)
             if progress is not None:
                 progress(total)
@@ -86,18 +161,31 @@ def rebuild(
     progress: Callable[[int], None] | None = None,
     batch: int = 2000,
 ) -> RebuildReport:
-    """Truncate every read model and replay the log (up to ``until``) in one transaction."""
+    """Truncate every read model and replay the log (up to ``until``) in one transaction.
+
+    The inline read models are replayed first; the lazy projectors then catch up from zero (timed apart in
+    ``phases``), so the report's digests cover every read model.
+    """
     import time
 
     t0 = time.perf_counter()
+    phases: dict[str, float] = {}
     with engine.begin() as conn:
         # Appenders take this lock first too, so no event can land between truncate and replay's end.
         conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
+        for p in lazy_projectors():  # no catch-up may run on the tables being truncated
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name}
+            )
         tables = ", ".join(t for t, _ in read_model_tables())
         conn.execute(text(f"TRUNCATE {tables}"))
         n = _replay(conn, until, progress, batch)
+        phases["inline"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        catch_up(conn, batch=max(batch, 20_000))
+        phases["lazy"] = time.perf_counter() - t1
         counts, digests = table_digests(conn)
-    return RebuildReport(n, time.perf_counter() - t0, counts, digests)
+    return RebuildReport(n, time.perf_counter() - t0, counts, digests, phases)
 
 
 def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> int:
@@ -134,7 +222,10 @@ def drop_snapshot(engine: Engine, schema: str) -> None:
 
 
 def shadow_digests(engine: Engine, *, until: int | None = None) -> tuple[int, dict[str, int], dict[str, str]]:
-    """Replay the log into a throw-away schema and return its digests; the live tables are untouched."""
+    """Replay the log (every projector, lazy ones too) into a throw-away schema and return its digests.
+
+    The live tables are untouched.
+    """
     schema = "shadow_" + uuid.uuid4().hex[:12]
     with engine.begin() as conn:
         conn.execute(text(f"CREATE SCHEMA {schema}"))
@@ -142,7 +233,7 @@ def shadow_digests(engine: Engine, *, until: int | None = None) -> tuple[int, di
             for table, _ in read_model_tables():
                 _copy_table(conn, schema, table)
             conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-            n = _replay(conn, until, None, 2000)
+            n = _replay(conn, until, None, 2000, lazy=True)
             counts, digests = table_digests(conn)
         finally:
             conn.execute(text("SET LOCAL search_path TO public"))

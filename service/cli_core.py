@@ -42,6 +42,8 @@ def _replay(args: argparse.Namespace) -> int:
         return 0
     rate = report.events / report.seconds if report.seconds else 0.0
     print(f"replayed {report.events} events in {report.seconds:.2f}s ({rate:,.0f} events/s)")
+    if report.phases:
+        print("  " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in report.phases.items()))
     for table in sorted(report.counts):
         print(f"  {table:<16} {report.counts[table]:>10} rows  md5 {report.digests[table]}")
     return 0

@@ -26,6 +26,7 @@ from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
 from projections import loads
 from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1, TS_CONFIG
+from projections.runner import catch_up_engine
 from service.items import MODALITIES, SubstrateItem
 from service.validation import InvalidArgument
 from service.vectors import VERSION, EmbedderState, embedder_state, refit
@@ -147,6 +148,7 @@ def _storable(scope: str | None) -> bool:
 
 def reindex(store: Substrate) -> list[str]:
     """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
+    catch_up_engine(store.engine)
     with store.engine.connect() as c:
         domains = [r[0] for r in c.execute(text(
             "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
@@ -163,6 +165,7 @@ def _label(domain: str) -> str:
 
 def embedder_status(store: Substrate) -> list[dict[str, Any]]:
     """One row per domain: its size and its embedder (mode, dimensions, vectors, whether it is stale)."""
+    catch_up_engine(store.engine)
     with store.engine.connect() as c:
         rows = c.execute(text(
             "SELECT d.domain, d.n_docs, d.n_text, d.changed_seq, e.dim, "

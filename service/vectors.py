@@ -22,7 +22,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections.embeddings import ALL_DOMAIN
+from projections.embeddings import NAME as SEARCH_PROJECTOR
 from projections.jsonutil import dumps
+from projections.runner import catch_up_engine
 
 __all__ = ["DIM", "MIN_FIT_DOCS", "EmbedderState", "embedder_state", "refit"]
 
@@ -75,9 +77,12 @@ class EmbedderState:
 
 # The same, plus (in the same round trip) this transaction's HNSW settings for the ranking statement that follows:
 # ef_search, and iterative scans for when a kind filter drops rows.
+# ``behind``: the lazy search projector has events to catch up on (see projections.runner.catch_up).
 _STATE_FOR_SEARCH = text(
     "SELECT d.changed_seq, d.n_text, e.domain_id, e.dim, e.n_vectors, e.fitted_seq, e.version, "
-    "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true) "
+    "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "(SELECT coalesce(max(seq) FILTER (WHERE name <> :lazy), 0) > coalesce(max(seq) FILTER (WHERE name = :lazy), 0) "
+    " FROM checkpoints) "
     "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN search_domains d USING (domain) "
     "LEFT JOIN embedders e USING (domain)"
 )
@@ -85,14 +90,18 @@ _STATE_FOR_SEARCH = text(
 
 def embedder_state(conn: Connection, domain: str, *, ef_search: int = 40) -> EmbedderState:
     """The domain's embedder and whether it was fitted at its current content; sets this transaction's ef_search."""
-    r = conn.execute(_STATE_FOR_SEARCH, {"domain": domain, "ef": str(ef_search)}).one()
-    changed, did, dim, n_vec, fitted, version = r[0], r[2], r[3], r[4], r[5], r[6]
-    fresh = changed is None or (did is not None and fitted == changed and version == VERSION)
+    r = conn.execute(_STATE_FOR_SEARCH, {"domain": domain, "ef": str(ef_search), "lazy": SEARCH_PROJECTOR}).one()
+    changed, did, dim, n_vec, fitted, version, behind = r[0], r[2], r[3], r[4], r[5], r[6], r[9]
+    fresh = not behind and (changed is None or (did is not None and fitted == changed and version == VERSION))
     return EmbedderState(domain, did, int(dim or 0), int(n_vec or 0), fresh)
 
 
 def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
-    """Bring ``domain``'s embedder up to date (fold-in, or a full fit when drifted or ``full``); one transaction."""
+    """Bring ``domain``'s embedder up to date (fold-in, or a full fit when drifted or ``full``); one transaction.
+
+    The search postings it reads are caught up first, in a short transaction of their own.
+    """
+    catch_up_engine(engine)
     with engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:domain))"), {"ns": _LOCK_NS, "domain": domain})
         r = conn.execute(_STATE, {"domain": domain}).one()
