@@ -204,9 +204,47 @@ def _normalize(value: Any, path: str) -> Any:
     raise ValueError(f"{path}: {type(value).__name__} is not JSON-serializable")
 
 
+class _Unusual(Exception):
+    """Raised by the fast normalizer on anything it does not handle; the path-tracking one then decides."""
+
+
+def _normalize_fast(value: Any) -> Any:
+    # The same result as _normalize for plain JSON types, without building a path string per node.
+    t = type(value)
+    if t is str:
+        if "\x00" in value or not (value.isascii() or _utf8(value)):
+            raise _Unusual
+        return value
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str or "\x00" in k or not (k.isascii() or _utf8(k)):
+                raise _Unusual
+            out[k] = _normalize_fast(v)
+        return out
+    if t is list or t is tuple:
+        return [_normalize_fast(v) for v in value]
+    if t is int or t is bool or value is None:
+        return value
+    if t is float and math.isfinite(value) and not (value.is_integer() and abs(value) >= 1e16):
+        return 0.0 if value == 0.0 else value
+    raise _Unusual
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def normalize_json(value: Any, path: str = "data") -> Any:
     """A JSON-native deep copy of ``value`` as PostgreSQL jsonb will return it; ValueError naming the path."""
     try:
-        return _normalize(value, path)
+        try:
+            return _normalize_fast(value)
+        except _Unusual:
+            return _normalize(value, path)
     except RecursionError:
         raise ValueError(f"{path}: nested too deeply to store") from None

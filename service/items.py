@@ -101,6 +101,21 @@ class SubstrateItem:
             "created_at": self.created_at,
         }
 
+    def json_view(self) -> dict[str, Any]:
+        """The ``to_json`` dictionary sharing this item's containers (no copy): for callers that copy it anyway."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "text": self.text,
+            "payload": self.payload,
+            "provenance": self.provenance,
+            "scope": self.scope,
+            "tags": self.tags,
+            "links": self.links,
+            "derived_from": self.derived_from,
+            "created_at": self.created_at,
+        }
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SubstrateItem:
         """Build an item from its serialized dict; unknown keys or bad values raise ValueError."""

@@ -109,7 +109,7 @@ class Substrate:
         try:
             # Re-validate a copy: the caller may have mutated the object after constructing it.
             safe = guard_item(dataclasses.replace(item), policy)
-            return normalize_json(safe.to_json(), "item")
+            return normalize_json(safe.json_view(), "item")  # normalize_json makes the deep copy
         except RecursionError:
             raise InvalidArgument("item is nested too deeply to store") from None
 

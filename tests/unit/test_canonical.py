@@ -1,0 +1,57 @@
+"""canonical_json (orjson where it is byte-identical) must equal the stdlib definition on every JSON value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from projections.canonical import canonical_json, reference_canonical_json
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.0, -0.0, 1e-4, 9.99e-5, 1e16, 9999999999999998.0, 1e-5, 5e-324, 1.7976931348623157e308])
+    | st.text()
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=25,
+)
+
+
+def _outcome(fn: Any, value: Any) -> Any:
+    try:
+        return fn(value)
+    except (ValueError, TypeError, UnicodeEncodeError) as exc:  # lone surrogates cannot be encoded either way
+        return type(exc).__name__ if not isinstance(exc, UnicodeEncodeError) else "unencodable"
+
+
+def _normalized(outcome: Any) -> Any:
+    return "unencodable" if outcome in ("unencodable", "JSONEncodeError") else outcome
+
+
+@settings(max_examples=600)
+@given(_json)
+def test_fast_canonical_json_equals_the_stdlib_definition(value: Any) -> None:
+    assert _normalized(_outcome(canonical_json, value)) == _normalized(_outcome(reference_canonical_json, value))
+
+
+def test_exponent_floats_and_big_ints_take_the_reference_path() -> None:
+    for value in (1e20, 1e-5, 2**70, {"a": [1e-7, 3]}):
+        assert canonical_json(value) == reference_canonical_json(value)
+    assert canonical_json({"b": 1, "a": "é\n"}) == '{"a":"é\\n","b":1}'.encode()
+
+
+def test_non_finite_floats_are_refused() -> None:
+    for bad in (float("nan"), float("inf")):
+        try:
+            canonical_json({"x": bad})
+        except ValueError:
+            continue
+        raise AssertionError("non-finite float accepted")
