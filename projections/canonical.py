@@ -8,7 +8,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_json", "event_address", "item_digest", "reference_canonical_json"]
+__all__ = [
+    "canonical_json",
+    "clear_digest_memo",
+    "event_address",
+    "event_item_digest",
+    "item_digest",
+    "reference_canonical_json",
+]
 
 
 def canonical_json(value: Any) -> bytes:
@@ -62,3 +69,28 @@ def event_address(
 def item_digest(item_json: dict[str, Any]) -> str:
     """The content address of one item state (its revision digest)."""
     return "sha256:" + hashlib.sha256(canonical_json(item_json)).hexdigest()
+
+
+_MEMO: dict[int, tuple[dict[str, Any], str]] = {}
+_MEMO_MAX = 8192
+
+
+def event_item_digest(item_json: dict[str, Any]) -> str:
+    """``item_digest`` of an item state carried by a stored event, memoized by identity.
+
+    Several projectors digest the same event's item in one apply; stored events are never mutated, and the memo
+    holds the object itself, so an id is never reused while its entry lives.
+    """
+    hit = _MEMO.get(id(item_json))
+    if hit is not None and hit[0] is item_json:
+        return hit[1]
+    digest = item_digest(item_json)
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[id(item_json)] = (item_json, digest)
+    return digest
+
+
+def clear_digest_memo() -> None:
+    """Drop the memo (apply_events calls this after each batch, so no item outlives its batch here)."""
+    _MEMO.clear()

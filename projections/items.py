@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from projections.canonical import item_digest
+from projections.canonical import event_item_digest as item_digest
 from projections.jsonutil import dumps
 from projections.registry import Projector, register
 

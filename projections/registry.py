@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from projections.canonical import clear_digest_memo
+
 __all__ = ["PROJECTORS", "Projector", "apply_events", "lazy_projectors", "projector_names", "read_model_tables"]
 
 
@@ -86,10 +88,13 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
         return
     _load()
     applied = [p for p in PROJECTORS if lazy or not p.lazy]
-    for p in applied:
-        mine = [e for e in events if e.type in p.handles]
-        if mine:
-            p.apply(conn, mine)
+    try:
+        for p in applied:
+            mine = [e for e in events if e.type in p.handles]
+            if mine:
+                p.apply(conn, mine)
+    finally:
+        clear_digest_memo()
     if checkpoint:
         conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
 
