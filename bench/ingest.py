@@ -144,9 +144,8 @@ def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[
 
     timers = Timers()
     timers.wrap(store, "_prepare", PREPARE)
-    timers.wrap(BatchWriter, "_wait", WAIT)
     timers.wrap(BatchWriter, "_write", WRITE)
-    timers.wrap(EventStore, "_insert", "writer: COPY into events")
+    timers.wrap(EventStore, "_insert", "append: COPY into events")
     registry._load()
     projectors = list(registry.PROJECTORS)
     registry.PROJECTORS[:] = [_timed_projector(p, timers) for p in projectors]
@@ -161,9 +160,8 @@ def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[
     return rate, mem, dict(timers.total), len(receipt)
 
 
-PREPARE = "main: store._prepare (validate + secret guard + normalize), per item"
-WAIT = "main: blocked waiting for the writer thread"
-WRITE = "writer: total per batch (existing-id lookup + append)"
+PREPARE = "prepare: store._prepare (validate + secret guard + normalize), per item"
+WRITE = "append: total per batch (existing-id lookup + append)"
 
 
 def bench_unguarded(store: Substrate, n: int) -> float:
@@ -248,23 +246,22 @@ def report(args: argparse.Namespace) -> str:
         f"(+{mem.peak - mem.start:,.0f} MB for {n_ids:,} items; the input is streamed, the receipt's id list is "
         "the only thing that grows with n).",
         "",
-        "Where the time goes: the main thread parses and guards batch k+1 while one writer thread appends batch k "
-        "(wall seconds; writer rows overlap main rows):",
+        "Where the time goes (wall seconds, one thread: each batch of 2,000 is prepared, then appended in one "
+        "transaction; `append:` rows are parts of the append total):",
         "",
         "| step | seconds | share of wall |",
         "|---|---:|---:|",
     ]
     wall = args.n / rate
-    main_other = wall - timers.get(PREPARE, 0.0) - timers.get(WAIT, 0.0)
-    rows = [(PREPARE, timers.get(PREPARE, 0.0)),
-            ("main: parse, build items, stable ids (the rest of the main thread)", main_other),
-            (WAIT, timers.get(WAIT, 0.0))]
     write = timers.get(WRITE, 0.0)
-    db_parts = {k: v for k, v in timers.items() if k.startswith(("writer: COPY", "projection"))}
+    other = wall - timers.get(PREPARE, 0.0) - write
+    rows = [(PREPARE, timers.get(PREPARE, 0.0)),
+            ("parse, build items, stable ids (the rest)", other)]
+    db_parts = {k: v for k, v in timers.items() if k.startswith(("append: COPY", "projection"))}
     rows.append((WRITE, write))
-    rows += sorted(((f"writer: {k}" if k.startswith("projection") else k, v) for k, v in db_parts.items()),
+    rows += sorted(((f"append: {k}" if k.startswith("projection") else k, v) for k, v in db_parts.items()),
                    key=lambda kv: -kv[1])
-    rows.append(("writer: event build in Python (to_data, normalize, address), head lock, version check, "
+    rows.append(("append: event build in Python (to_data, address), head lock, version check, "
                  "existing-id lookup", write - sum(db_parts.values())))
     for k, v in rows:
         lines.append(f"| {k} | {v:.2f} | {v / wall:.0%} |")

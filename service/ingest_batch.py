@@ -1,10 +1,10 @@
 """The bulk writer behind every ingest function, and the IngestReceipt it fills.
 
-Rows are prepared (validated, secret-guarded, normalized by ``store._prepare``) one at a time on the caller's
-thread; a row that fails is recorded on the receipt with its 1-based line and reason, never raised
-(MXR-080-0269). Prepared rows are appended ``BATCH_SIZE`` at a time, one transaction per batch (the event
-store COPYs them), by a single writer thread, so the database works on batch k while the caller's thread
-parses and guards batch k+1.
+Rows are prepared (validated, secret-guarded, normalized by ``store._prepare``) one at a time; a row that fails
+is recorded on the receipt with its 1-based line and reason, never raised (MXR-080-0269). Prepared rows are
+appended ``BATCH_SIZE`` at a time, one transaction per batch (the event store COPYs them), on the caller's
+thread. (A writer thread overlapping batch k's append with batch k+1's parsing was measured at half this rate:
+each of its round trips waited for the GIL behind the parsing thread; bench/ingest.py.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import text
@@ -80,10 +79,6 @@ class BatchWriter:
         self.receipt = IngestReceipt()
         self._pending: list[dict[str, Any]] = []
         self._rows = 0
-        # One writer thread appends batch k while this thread parses and guards batch k+1: the database's
-        # work overlaps ours. A single worker keeps batches in order; at most one is in flight.
-        self._pool: ThreadPoolExecutor | None = None
-        self._inflight: Future[None] | None = None
 
     def fail(self, line: int | None, reason: str, source: str | None = None) -> None:
         self.receipt.failed.append({"source": source or self.source, "line": line, "reason": reason})
@@ -108,22 +103,16 @@ class BatchWriter:
 
     def flush(self) -> None:
         batch, self._pending = self._pending, []
-        self._wait()
         if batch:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
-            self._inflight = self._pool.submit(self._write, batch)
-
-    def _wait(self) -> None:
-        inflight, self._inflight = self._inflight, None
-        if inflight is not None:
-            inflight.result()  # re-raises a failed append here, in the caller's thread
+            self._write(batch)
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
         ids = [d["id"] for d in batch]
         with self.store.engine.connect() as c:
             existing = set(c.execute(_EXISTING, {"ids": ids}).scalars())
-        self.store._append([NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"]) for d in batch])
+        self.store._append(
+            [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in batch]
+        )
         for i in ids:
             if i in existing:
                 self.receipt.revised.append(i)
@@ -132,13 +121,8 @@ class BatchWriter:
         self.receipt.position = self.store.position
 
     def close(self) -> None:
-        """Wait for the batch in flight (even when the caller is unwinding from an error) and stop the writer."""
-        try:
-            self._wait()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+        """Drop rows not yet appended (an error is unwinding: only whole, committed batches count)."""
+        self._pending = []
 
     def finish(self) -> IngestReceipt:
         self.flush()
