@@ -111,6 +111,11 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         i = j
 
 
+def plan(events: Sequence[Any]) -> list[Any] | None:
+    """No statement when no event touches a belief (the common item write); else None: ``apply`` runs them."""
+    return [] if not _ops(events) else None
+
+
 register(
     Projector(
         name="beliefs",
@@ -118,5 +123,6 @@ register(
         tables=("beliefs",),
         apply=apply,
         keys={"beliefs": "id"},
+        plan=plan,
     )
 )

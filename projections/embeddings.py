@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.registry import Projector, register, register_cache
+from projections.registry import Projector, Statement, register, register_cache, run_plan
 
 __all__ = ["ALL_DOMAIN", "BM25_B", "BM25_K1", "NAME", "SURFACE_CHARS", "TS_CONFIG", "apply"]
 
@@ -84,7 +84,7 @@ _MARK = text(
 # Vectors carry the item seq they were embedded at. Only strictly older rows go: a replay (rebuild, or verify's
 # shadow schema, where this table resolves to the live one) re-applies events no newer than the live rows, so
 # it never deletes a current vector, while a catch-up over newer events always supersedes what was there.
-_DROP_VECTORS = text(
+_DROP_VECTORS_SQL = (
     "DELETE FROM item_vectors v USING unnest(CAST(:ids AS text[]), CAST(:seqs AS bigint[])) AS x(item_id, seq) "
     "WHERE v.item_id = x.item_id AND v.item_seq < x.seq"
 )
@@ -177,12 +177,18 @@ register(
 
 def drop_stale_vectors(conn: Connection, events: Sequence[Any]) -> None:
     """Delete the vectors of every item these events change or remove (embedded at an older seq)."""
+    run_plan(conn, plan_stale_vectors(events))
+
+
+def plan_stale_vectors(events: Sequence[Any]) -> list[Statement]:
+    """The statement of ``drop_stale_vectors`` (none when every event creates its item)."""
     latest: dict[str, int] = {}
     for e in events:
         for item_id, _ in _effects(e):
-            latest[item_id] = e.seq
-    if latest:
-        conn.execute(_DROP_VECTORS, {"ids": list(latest), "seqs": list(latest.values())})
+            # A stream's first event creates its item: there is no vector yet (keeps bulk puts cheap).
+            if not (e.version == 1 and item_id == e.stream):
+                latest[item_id] = e.seq
+    return [(_DROP_VECTORS_SQL, {"ids": list(latest), "seqs": list(latest.values())})] if latest else []
 
 
 # Inline: a changed or removed item's vector is gone in the same transaction as the event (owns no table of its
@@ -194,6 +200,7 @@ register(
         tables=(),
         apply=drop_stale_vectors,
         keys={},
+        plan=plan_stale_vectors,
     )
 )
 # Fitted models and their vectors are derived lazily at search time (never replayed from the log).

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from projections.canonical import event_item_digest as item_digest
 from projections.jsonutil import dumps
-from projections.registry import Projector, register
+from projections.registry import Projector, Statement, register, run_plan
 
 __all__ = ["ITEM_EVENTS", "apply"]
 
@@ -31,7 +30,7 @@ ITEM_EVENTS = frozenset(
 
 # One statement per batch: the rows travel as one JSON document (serialized in C, unlike text arrays),
 # then a set-wise upsert (pos is kept when an existing row is replaced).
-_UPSERT = text(
+_UPSERT = (
     "INSERT INTO items (id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
     "SELECT u.doc->>'id', u.doc->>'kind', u.doc->>'scope', u.doc->>'text', u.doc, u.digest, u.version, u.pos, "
     "u.seq, (u.doc->>'created_at')::float8 "
@@ -40,7 +39,7 @@ _UPSERT = text(
     "doc = EXCLUDED.doc, digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq, "
     "created_at = EXCLUDED.created_at"
 )
-_DELETE = text("DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))")
+_DELETE = "DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))"
 
 
 def _removed(e: Any) -> str | None:
@@ -53,6 +52,11 @@ def _removed(e: Any) -> str | None:
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
     """Fold the batch to each id's final state, then one DELETE and one upsert (same result as event by event)."""
+    run_plan(conn, plan(events))
+
+
+def plan(events: Sequence[Any]) -> list[Statement]:
+    """The statements of ``apply``: delete the ids removed in the batch, upsert every surviving final state."""
     final: dict[str, dict[str, Any] | None] = {}
     deleted: set[str] = set()
     first_seq: dict[str, int] = {}  # seq of the first put after the id's last delete in this batch
@@ -68,11 +72,13 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
             final[gone] = None
             deleted.add(gone)
             first_seq.pop(gone, None)
+    out: list[Statement] = []
     if deleted:
-        conn.execute(_DELETE, {"ids": sorted(deleted)})
+        out.append((_DELETE, {"ids": sorted(deleted)}))
     rows = [dict(r, pos=first_seq[i]) for i, r in final.items() if r is not None]
     if rows:
-        conn.execute(_UPSERT, {"rows": dumps(rows)})
+        out.append((_UPSERT, {"rows": dumps(rows)}))
+    return out
 
 
 register(
@@ -82,5 +88,6 @@ register(
         tables=("items",),
         apply=apply,
         keys={"items": "id"},
+        plan=plan,
     )
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,21 @@ from sqlalchemy.engine import Connection
 
 from projections.canonical import clear_digest_memo
 
-__all__ = ["PROJECTORS", "Projector", "apply_events", "lazy_projectors", "projector_names", "read_model_tables"]
+__all__ = [
+    "PROJECTORS",
+    "Projector",
+    "Statement",
+    "apply_events",
+    "lazy_projectors",
+    "plan_events",
+    "projector_names",
+    "read_model_tables",
+    "run_plan",
+]
+
+
+# One SQL statement a projector would run: its text (named :params) and the parameters.
+Statement = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,9 @@ class Projector:
     # A lazy projector stays off the write path: it catches up from its own checkpoint (runner.catch_up) before
     # a read that needs it, and in every rebuild, so its tables are still a pure replay of the log.
     lazy: bool = False
+    # The statements ``apply`` would run, as (sql, params), without running them (None: this batch needs
+    # ``apply``). A single-event append folds them into its INSERT: one round trip instead of one per projector.
+    plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
 
 
 PROJECTORS: list[Projector] = []
@@ -97,6 +115,37 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
         clear_digest_memo()
     if checkpoint:
         conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
+
+
+def plan_events(events: Sequence[Any]) -> list[Statement] | None:
+    """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch."""
+    _load()
+    out: list[Statement] = []
+    try:
+        for p in PROJECTORS:
+            if p.lazy:
+                continue
+            mine = [e for e in events if e.type in p.handles]
+            if not mine:
+                continue
+            planned = p.plan(mine) if p.plan is not None else None
+            if planned is None:
+                return None
+            out.extend(planned)
+    finally:
+        clear_digest_memo()
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _text(sql: str) -> Any:
+    return text(sql)
+
+
+def run_plan(conn: Connection, statements: Sequence[Statement]) -> None:
+    """Execute planned statements in order (what a projector's ``apply`` does with its own plan)."""
+    for sql, params in statements:
+        conn.execute(_text(sql), params)
 
 
 def _load() -> None:

@@ -5,18 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from projections.canonical import event_item_digest as item_digest
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.registry import Projector, register
+from projections.registry import Projector, Statement, register, run_plan
 
 __all__ = ["apply"]
 
 # The rows travel as one JSON document (serialized in C, unlike text arrays).
-_INSERT = text(
+_INSERT = (
     "INSERT INTO revisions (digest, item_id, doc, seq) "
     "SELECT u.digest, u.doc->>'id', u.doc, u.seq "
     "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS u(digest text, doc jsonb, seq bigint) "
@@ -26,6 +25,11 @@ _INSERT = text(
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
     """Record each carried item state once; the first event that produced a digest owns it."""
+    run_plan(conn, plan(events))
+
+
+def plan(events: Sequence[Any]) -> list[Statement]:
+    """The statement of ``apply``: one insert of every new digest (existing digests are kept)."""
     rows: dict[str, dict[str, Any]] = {}
     for e in events:
         item = e.data.get("item")
@@ -33,10 +37,16 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
             digest = item_digest(item)
             if digest not in rows:
                 rows[digest] = {"digest": digest, "doc": item, "seq": e.seq}
-    if rows:
-        conn.execute(_INSERT, {"rows": dumps(list(rows.values()))})
+    return [(_INSERT, {"rows": dumps(list(rows.values()))})] if rows else []
 
 
 register(
-    Projector(name="revisions", handles=ITEM_EVENTS, tables=("revisions",), apply=apply, keys={"revisions": "digest"})
+    Projector(
+        name="revisions",
+        handles=ITEM_EVENTS,
+        tables=("revisions",),
+        apply=apply,
+        keys={"revisions": "digest"},
+        plan=plan,
+    )
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,31 +14,39 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
-from projections.registry import projector_names
+from projections.registry import Statement, plan_events, projector_names
 from service.errors import ConcurrencyError
 from service.events import NewEvent, StoredEvent, event_address, normalize_json
 
 __all__ = ["ChainReport", "EventStore", "row_to_event"]
 
-# The chain lock.
-_LOCK_HEAD = text("SELECT seq, event_id FROM log_head WHERE id = 1 FOR UPDATE")
-# Read only after the lock is held: in READ COMMITTED each statement takes a fresh snapshot, so this one
-# sees every append that committed while we waited (a subquery of the locking statement would not).
-_VERSIONS = text(
+_VERSIONS_SQL = (
     "SELECT coalesce(jsonb_object_agg(stream, version), '{}'::jsonb)::text FROM ("
     " SELECT stream, max(version) AS version FROM events"
     " WHERE stream = ANY(CAST(:streams AS text[])) GROUP BY stream) s"
 )
-# One statement: the event row, the new chain head, and every inline projector's checkpoint.
-_INSERT_ONE = text(
+# The chain lock, and in the same round trip the streams' versions and the head as this statement's snapshot
+# saw them. If the lock had to wait for another append, the locked row is that append's newer head while the
+# subqueries still read the snapshot taken before the wait: the two seqs then differ and the versions are
+# re-read (_VERSIONS: a new statement, a new snapshot). Equal seqs mean nothing committed in between.
+_LOCK_HEAD = text(
+    "SELECT h.seq, h.event_id, (SELECT s.seq FROM log_head s WHERE s.id = 1), "
+    f"({_VERSIONS_SQL}) FROM log_head h WHERE h.id = 1 FOR UPDATE OF h"
+)
+_VERSIONS = text(_VERSIONS_SQL)
+# One statement: the event row, the new chain head, every inline projector's checkpoint and (when they can
+# plan it) every inline projector's own statements, as further data-modifying CTEs ({projections}).
+_INSERT_ONE = (
     "WITH e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
     " VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev) "
     " RETURNING recorded_at), "
     "h AS (UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1), "
     "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
-    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq) "
+    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
     "SELECT recorded_at FROM e"
 )
+# A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
+_BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Batches above this size go through COPY instead of one INSERT per row.
@@ -116,8 +126,10 @@ class EventStore:
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
         # `seq > n` therefore never skips an event that commits late.
         streams = sorted({e.stream for e in events})
-        seq, prev = conn.execute(_LOCK_HEAD).one()
-        versions: dict[str, int] = loads(conn.execute(_VERSIONS, {"streams": streams}).scalar_one())
+        seq, prev, seen, versions_json = conn.execute(_LOCK_HEAD, {"streams": streams}).one()
+        if seen != seq:  # another append committed after this statement's snapshot: read the versions anew
+            versions_json = conn.execute(_VERSIONS, {"streams": streams}).scalar_one()
+        versions: dict[str, int] = loads(versions_json)
         stored: list[StoredEvent] = []
         for e, type_name, data in prepared:
             current = versions.get(e.stream, 0)
@@ -140,19 +152,24 @@ class EventStore:
             )
             prev = event_id
         if len(stored) == 1:
-            stored = [self._insert_one(conn, stored[0])]
-            apply_events(conn, stored, checkpoint=False)
+            plans = plan_events(stored)
+            stored = [self._insert_one(conn, stored[0], plans or [])]
+            if plans is None:
+                apply_events(conn, stored, checkpoint=False)
         else:
             stored = self._insert(conn, stored)
             conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
             apply_events(conn, stored)
         return stored
 
-    def _insert_one(self, conn: Connection, s: StoredEvent) -> StoredEvent:
-        recorded = conn.execute(
-            _INSERT_ONE,
-            {**_row(s), "names": projector_names()},
-        ).scalar_one()
+    def _insert_one(self, conn: Connection, s: StoredEvent, plans: Sequence[Statement]) -> StoredEvent:
+        params: dict[str, Any] = {**_row(s), "names": projector_names()}
+        ctes = []
+        for i, (sql, values) in enumerate(plans):
+            # Each planned statement's parameters get their own prefix, so they cannot collide.
+            ctes.append(f", p{i} AS ({_BIND.sub(lambda m, i=i: f':p{i}_{m.group(1)}', sql)})")
+            params.update({f"p{i}_{k}": v for k, v in values.items()})
+        recorded = conn.execute(_statement("".join(ctes)), params).scalar_one()
         return _with_time(s, recorded)
 
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
@@ -281,6 +298,12 @@ class EventStore:
                 f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
             )
         return ChainReport(count, True, head=expected_prev)
+
+
+@functools.lru_cache(maxsize=256)
+def _statement(projections: str) -> Any:
+    """The single-event INSERT with these projector CTEs (a handful of shapes, each compiled once)."""
+    return text(_INSERT_ONE.format(projections=projections))
 
 
 def _row(s: StoredEvent) -> dict[str, Any]:
