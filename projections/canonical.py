@@ -36,20 +36,35 @@ def reference_canonical_json(value: Any) -> bytes:
 def _orjson_safe(value: Any) -> bool:
     """Whether orjson writes ``value`` byte for byte like the stdlib: it differs only on floats that Python
     writes with an exponent (|x| < 1e-4 or >= 1e16), and on non-finite floats (which canonical JSON refuses)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        t = type(v)
-        if t is dict:
-            stack.extend(v.values())
-        elif t is list:
-            stack.extend(v)
-        elif t is float:
-            if not (v == 0.0 or 1e-4 <= abs(v) < 1e16):
+    t = type(value)
+    if t is dict:
+        values: Any = value.values()
+    elif t is list:
+        values = value
+    else:
+        return _orjson_safe_scalar(value)
+    try:
+        for v in values:
+            tv = type(v)
+            if tv is str or tv is int or tv is bool or v is None:
+                continue
+            if tv is float:
+                if v != 0.0 and not 1e-4 <= abs(v) < 1e16:
+                    return False
+            elif not ((tv is dict or tv is list) and _orjson_safe(v)):
                 return False
-        elif not (t is str or t is int or t is bool or v is None):
-            return False
+    except RecursionError:
+        return False
     return True
+
+
+def _orjson_safe_scalar(v: Any) -> bool:
+    t = type(v)
+    if t is float:
+        return bool(v == 0.0 or 1e-4 <= abs(v) < 1e16)
+    return t is str or t is int or t is bool or v is None
+
+
 def event_address(
     *, stream: str, version: int, type: str, data: Any, principal: str, scope: str | None, prev: str | None
 ) -> str:
