@@ -111,7 +111,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "replay", help="rebuild every read model from the log",
-        description="Truncate every read model and replay the whole event log; print row counts and digests.",
+        description="Truncate every read model and replay the whole event log: the inline read models first, "
+        "then the lazy search postings (timed apart); print row counts and digests.",
     )
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
