@@ -142,18 +142,19 @@ def _admin_engine(url: str) -> Engine:
     return sa.create_engine(_driver_url(url), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
 
 
-def _has_nul(value: object) -> bool:
+def has_nul(value: object) -> bool:
+    """Whether any text in ``value`` (nested lists, tuples, dicts) holds a NUL character."""
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
+        return any(has_nul(v) for v in value)
     if isinstance(value, dict):
-        return any(_has_nul(v) for v in value.values())
+        return any(has_nul(v) for v in value.values())
     return False
 
 
 def _refuse_nul(conn: object, cursor: object, statement: str, parameters: object, context: object, many: bool) -> None:
-    if _has_nul(parameters):
+    if has_nul(parameters):
         raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
 
 
