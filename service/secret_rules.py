@@ -8,9 +8,18 @@ import bisect
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["RULES", "Rule", "assignment_value_ok", "is_placeholder", "sensitive_key", "sensitive_pair"]
+__all__ = [
+    "RULES",
+    "Rule",
+    "assignment_value_ok",
+    "is_placeholder",
+    "keyword_pattern",
+    "sensitive_key",
+    "sensitive_pair",
+    "triggered",
+]
 
 Span = tuple[int, int]
 Check = Callable[[re.Match[str], str], bool]
@@ -51,6 +60,10 @@ _KEYWORD = (
     r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
 _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
+# How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
+# so cannot match _KEY_TAIL, and the reversed key tells that with one anchored match.
+_KEYWORD_TAILS = ("word", "wd", "phrase", "secret", "token", "auth", "key")
+_KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
 _NOT_SECRET_KEY = re.compile(r"(?:page|next|continuation|pagination|sync|resume|input)[_.\-]?token\Z", re.IGNORECASE)
 
@@ -88,6 +101,8 @@ def assignment_value_ok(value: str, *, quoted: bool, sep: str = "=", spaced: boo
 
 def sensitive_key(key: str) -> bool:
     """Whether a mapping key (or the identifier before '=') names a credential, e.g. ``db_password``."""
+    if _KEY_TAIL_REVERSED.match(key[::-1]) is None:
+        return False
     return _KEY_TAIL.search(key) is not None and _NOT_SECRET_KEY.search(key) is None
 
 
@@ -99,12 +114,56 @@ def sensitive_pair(key: str, value: str) -> bool:
     return assignment_value_ok(escaped[:_MAX_VALUE], quoted=True, sep=":", spaced=True)
 
 
+# Every rule declares what each of its matches necessarily contains, so a text holding none of it skips the rule:
+# ``anchors`` are case-sensitive regexes; ``keywords`` are words (matched in any case) directly followed by the
+# assignment glue of _SEP ('key = ', '"key": ', 'KEY='). Anchors start with a literal character prose seldom has
+# (punctuation, a capital) and check what precedes it with a lookbehind, so the one combined search over all of
+# them only stops at such characters. Keywords are searched in the reversed text, where the glue comes first and
+# the search only stops at ':' and '='. Anchors are a superset filter: they must never be stricter than the rule.
+_GLUE = r"""\\?["']?[ \t]{0,8}[:=]"""
+# Possessive: a space, quote or backslash given back could only be matched by a keyword letter, which none is.
+_GLUE_REVERSED = r"""[:=][ \t]{0,8}+["']?+\\?+"""
+
+
+def keyword_pattern(keywords: tuple[str, ...], *, reverse: bool = False) -> str:
+    """The regex for "one of ``keywords`` (any case), then assignment glue"; ``reverse`` gives it for reversed text."""
+    if reverse:
+        return _GLUE_REVERSED + "(?i:" + "|".join(k[::-1] for k in keywords) + ")"
+    return "(?i:" + "|".join(keywords) + ")" + _GLUE
+
+
 @dataclass(frozen=True)
 class Rule:
     """One secret shape: ``find(text)`` yields the (start, end) span of each secret itself -- what gets masked."""
 
     name: str
     find: Callable[[str], Iterator[Span]]
+    anchors: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    _anchor_rx: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _keyword_rx: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not (self.anchors or self.keywords):
+            raise ValueError(f"rule {self.name} declares no anchor: it could never be skipped")
+        if not all(k.isascii() and k.isalpha() for k in self.keywords):
+            raise ValueError(f"rule {self.name}: keywords are plain words (the reversed search reverses them)")
+        anchor_rx = re.compile("|".join(self.anchors)) if self.anchors else None
+        keyword_rx = re.compile(keyword_pattern(self.keywords, reverse=True)) if self.keywords else None
+        object.__setattr__(self, "_anchor_rx", anchor_rx)
+        object.__setattr__(self, "_keyword_rx", keyword_rx)
+
+    def anchored(self, text: str) -> bool:
+        """Whether ``text`` holds one of this rule's anchors or keywords -- necessary for any match."""
+        return self._present(text, text[::-1])
+
+    def _present(self, text: str | None, reversed_text: str | None) -> bool:
+        # None stands for a text already known to hold no anchor (or no keyword) of any rule.
+        if text is not None and self._anchor_rx is not None and self._anchor_rx.search(text) is not None:
+            return True
+        if reversed_text is not None and self._keyword_rx is not None:
+            return self._keyword_rx.search(reversed_text) is not None
+        return False
 
 
 def _regex(*patterns: str, flags: int = 0, check: Check | None = None) -> Callable[[str], Iterator[Span]]:
@@ -220,9 +279,14 @@ RULES: tuple[Rule, ...] = (
             r"\"private_key\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[^\"]{1,8000}+)\"",
             check=lambda m, s: "-----END" in s,
         ),
+        anchors=(r'_(?<="private_)key"',),
     ),
-    Rule("private_key", _find_private_keys),
-    Rule("aws_access_key_id", _regex(_L + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}+" + _R)),
+    Rule("private_key", _find_private_keys, anchors=("-----BEGIN ",)),
+    Rule(
+        "aws_access_key_id",
+        _regex(_L + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}+" + _R),
+        anchors=("A(?:KIA|SIA|BIA|CCA)",),
+    ),
     Rule(
         "aws_secret_key",
         _regex(
@@ -230,20 +294,28 @@ RULES: tuple[Rule, ...] = (
             + _SEP
             + r"(?P<s>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])"
         ),
+        keywords=("key",),
     ),
-    Rule("gcp_api_key", _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD)),
+    Rule("gcp_api_key", _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD), anchors=("AIza",)),
     Rule(
         "azure_storage_key",
         _regex(r"(?<![A-Za-z0-9])(?i:(?:Account|SharedAccess)Key)" + _SEP + r"(?P<s>[A-Za-z0-9+/]{20,128}+={0,2}+)"),
+        keywords=("accountkey", "sharedaccesskey"),
     ),
-    Rule("azure_sas_token", _regex(r"[?&](?i:sig)=(?P<s>[A-Za-z0-9%+/=]{20,256}+)", check=_mixed)),
+    Rule(
+        "azure_sas_token",
+        _regex(r"[?&](?i:sig)=(?P<s>[A-Za-z0-9%+/=]{20,256}+)", check=_mixed),
+        anchors=(r"\?(?i:sig)=", r"&(?i:sig)="),
+    ),
     Rule(
         "github_token",
         _regex(_L + r"gh[pousr]_[A-Za-z0-9]{36,255}+" + _R, _L + r"github_pat_[A-Za-z0-9_]{50,255}+" + _R),
+        anchors=(r"_(?<=gh[pousr]_)", r"_(?<=github_)pat_"),
     ),
     Rule(
         "gitlab_token",
         _regex(_L + r"gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,64}+(?:\.[A-Za-z0-9_\-]{1,64}+){0,3}+"),
+        anchors=(r"-(?<=gl(?:pat|ptt|cbt|oas|imt)-)", r"-(?<=gl(?:dt|rt|ft)-)", r"-(?<=glsoat-)"),
     ),
     Rule(
         "bitbucket_app_password",
@@ -253,16 +325,20 @@ RULES: tuple[Rule, ...] = (
             + r"(?P<s>[A-Za-z0-9]{16,40}+)(?![A-Za-z0-9])",
             _L + r"ATBB[A-Za-z0-9_=.\-]{28,64}+",
         ),
+        anchors=("ATBB",),
+        keywords=("password", "pass", "secret", "token"),
     ),
     Rule(
         "slack_webhook",
         _regex(
             r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>T[A-Za-z0-9_]{6,20}/[A-Za-z0-9_/\-]{10,200}+)"
         ),
+        anchors=(r"/(?<=:/)/hooks\.slack\.com/",),
     ),
     Rule(
         "slack_token",
         _regex(_L + r"xox[baprse]-[0-9A-Za-z\-]{10,250}+", _L + r"xapp-[0-9A-Za-z\-]{20,250}+", check=_mixed),
+        anchors=(r"-(?<=xox[baprse]-)", r"-(?<=xapp-)"),
     ),
     Rule(
         "discord_webhook",
@@ -270,62 +346,87 @@ RULES: tuple[Rule, ...] = (
             r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v\d{1,2})?/webhooks/\d{15,21}/"
             r"(?P<s>[A-Za-z0-9_\-]{40,100}+)"
         ),
+        anchors=("/webhooks/",),
     ),
     Rule(
         "discord_bot_token",
         _regex(_L + r"[MNO][A-Za-z0-9_\-]{23,27}+\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}+" + _RD),
+        anchors=(r"\.[A-Za-z0-9_\-]{6}\.",),
     ),
     Rule(
         "telegram_bot_token",
         _regex(r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))\d{8,10}+:[A-Za-z0-9_\-]{35}" + _RD, check=_not_lowercase_word),
+        anchors=(r":(?<=\d{8}:)",),
     ),
-    Rule("stripe_key", _regex(_L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,247}+" + _R)),
-    Rule("stripe_webhook_secret", _regex(_L + r"whsec_[A-Za-z0-9]{32,64}+" + _R)),
+    Rule(
+        "stripe_key",
+        _regex(_L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,247}+" + _R),
+        anchors=(r"_(?<=[sr]k_)(?:live|test)_",),
+    ),
+    Rule("stripe_webhook_secret", _regex(_L + r"whsec_[A-Za-z0-9]{32,64}+" + _R), anchors=(r"_(?<=whsec_)",)),
     Rule(
         "square_access_token",
         _regex(_L + r"sq0atp-[0-9A-Za-z_\-]{22,43}+" + _RD, _L + r"EAAA[0-9A-Za-z_\-+=]{56,100}+" + _RD),
+        anchors=(r"-(?<=sq0atp-)", "EAAA"),
     ),
-    Rule("square_oauth_secret", _regex(_L + r"sq0csp-[0-9A-Za-z_\-]{40,50}+" + _RD)),
+    Rule("square_oauth_secret", _regex(_L + r"sq0csp-[0-9A-Za-z_\-]{40,50}+" + _RD), anchors=(r"-(?<=sq0csp-)",)),
     Rule(
         "paypal_braintree_token",
         _regex(_L + r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}" + _R),
+        anchors=(r"\$(?<=access_token\$)",),
     ),
-    Rule("anthropic_key", _regex(_L + r"sk-ant-[A-Za-z0-9_\-]{20,200}+" + _RD)),
+    Rule("anthropic_key", _regex(_L + r"sk-ant-[A-Za-z0-9_\-]{20,200}+" + _RD), anchors=(r"-(?<=sk-)ant-",)),
     Rule(
         "openai_key",
         _regex(_L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,200}+" + _RD, check=_not_lowercase_word),
+        anchors=(r"-(?<=sk-)",),
     ),
-    Rule("huggingface_token", _regex(_L + r"hf_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word)),
-    Rule("twilio_api_key", _regex(_L + r"SK[0-9a-fA-F]{32}" + _R, check=_mixed)),
+    Rule(
+        "huggingface_token",
+        _regex(_L + r"hf_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word),
+        anchors=(r"_(?<=hf_)",),
+    ),
+    Rule("twilio_api_key", _regex(_L + r"SK[0-9a-fA-F]{32}" + _R, check=_mixed), anchors=(r"SK[0-9a-fA-F]{32}",)),
     Rule(
         "twilio_auth_token",
         _regex(
             _L + r"AC[0-9a-f]{32}\\?[\"']?[ \t]{0,8}+[,:/][ \t]{0,8}+\\?[\"']?(?P<s>[0-9a-f]{32})" + _R,
             r"(?i:twilio[\w.\-]{0,20}?auth[_.\-]?token)" + _SEP + r"(?P<s>[0-9a-f]{32})" + _R,
         ),
+        anchors=(r"AC[0-9a-f]{32}",),
+        keywords=("token",),
     ),
-    Rule("sendgrid_api_key", _regex(_L + r"SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{30,64}+" + _RD)),
-    Rule("mailgun_api_key", _regex(r"(?<![A-Za-z0-9_\-])key-[0-9a-f]{32}" + _R)),
-    Rule("npm_token", _regex(_L + r"npm_[A-Za-z0-9]{36}" + _R)),
-    Rule("pypi_token", _regex(_L + r"pypi-AgE[A-Za-z0-9_\-]{50,1000}+")),
+    Rule(
+        "sendgrid_api_key", _regex(_L + r"SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{30,64}+" + _RD), anchors=(r"SG\.",)
+    ),
+    Rule("mailgun_api_key", _regex(r"(?<![A-Za-z0-9_\-])key-[0-9a-f]{32}" + _R), anchors=(r"-(?<=key-)",)),
+    Rule("npm_token", _regex(_L + r"npm_[A-Za-z0-9]{36}" + _R), anchors=(r"_(?<=npm_)",)),
+    Rule("pypi_token", _regex(_L + r"pypi-AgE[A-Za-z0-9_\-]{50,1000}+"), anchors=(r"-(?<=pypi-)AgE",)),
     Rule(
         "datadog_api_key",
         _regex(r"(?<![A-Za-z0-9])(?i:(?:datadog|dd)[_.\-]?api[_.\-]?key)" + _SEP + r"(?P<s>[0-9a-f]{32})" + _R),
+        keywords=("key",),
     ),
     Rule(
         "datadog_app_key",
         _regex(
             r"(?<![A-Za-z0-9])(?i:(?:datadog|dd)[_.\-]?app(?:lication)?[_.\-]?key)" + _SEP + r"(?P<s>[0-9a-f]{40})" + _R
         ),
+        keywords=("key",),
     ),
-    Rule("newrelic_key", _regex(_L + r"NR(?:AK|II)-[A-Za-z0-9]{20,40}+" + _R)),
-    Rule("shopify_token", _regex(_L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R)),
-    Rule("atlassian_api_token", _regex(_L + r"ATATT3[A-Za-z0-9_\-=]{50,400}+")),
+    Rule("newrelic_key", _regex(_L + r"NR(?:AK|II)-[A-Za-z0-9]{20,40}+" + _R), anchors=(r"-(?<=NRAK-|NRII-)",)),
+    Rule(
+        "shopify_token",
+        _regex(_L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R),
+        anchors=(r"_(?<=shpat_|shpss_|shpca_|shppa_)",),
+    ),
+    Rule("atlassian_api_token", _regex(_L + r"ATATT3[A-Za-z0-9_\-=]{50,400}+"), anchors=("ATATT3",)),
     Rule(
         "jwt",
         _regex(
             r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+" + _RD
         ),
+        anchors=(r"\.eyJ",),
     ),
     Rule(
         "basic_auth",
@@ -335,6 +436,7 @@ RULES: tuple[Rule, ...] = (
             + r"(?i:basic)[ \t]{1,8}+(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
             check=_basic_check,
         ),
+        keywords=("authorization",),
     ),
     Rule(
         "bearer_token",
@@ -343,8 +445,10 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s>[A-Za-z0-9_\-~+/]{1,4096}+(?:\.[A-Za-z0-9_\-~+/]{1,4096}+){0,8}+={0,4}+)",
             check=_bearer_check,
         ),
+        anchors=(r"Bearer[ \t]",),
+        keywords=("authorization",),
     ),
-    Rule("url_password", _regex(_URL_PASSWORD, check=_url_check)),
+    Rule("url_password", _regex(_URL_PASSWORD, check=_url_check), anchors=("/(?<=:/)/",)),
     # Credentials on a command line: curl/wget/httpie `-u user:pass`, `--user user:pass`, `--password value`.
     Rule(
         "cli_password",
@@ -353,6 +457,30 @@ RULES: tuple[Rule, ...] = (
             r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"$-][^\s'\"$]{3,255}+)",
             check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
         ),
+        anchors=(r"-u[ \t=]", r"--user[ \t=]", r"--basic-auth[ \t=]", "--pass"),
     ),
-    Rule("sensitive_assignment", _regex(_ASSIGNMENT, flags=re.IGNORECASE, check=_assignment_check)),
+    Rule(
+        "sensitive_assignment",
+        _regex(_ASSIGNMENT, flags=re.IGNORECASE, check=_assignment_check),
+        keywords=_KEYWORD_TAILS,
+    ),
 )
+
+# The union of every rule's anchors, and of every rule's keywords (searched in the reversed text).
+_ANY_ANCHOR = re.compile("|".join(a for rule in RULES for a in rule.anchors))
+_ANY_KEYWORD = re.compile(
+    keyword_pattern(tuple(dict.fromkeys(k for rule in RULES for k in rule.keywords)), reverse=True)
+)
+
+
+def triggered(text: str) -> list[tuple[int, Rule]]:
+    """The rules (with their position in RULES) whose anchors occur in ``text``: no other rule can match it."""
+    anchored = _ANY_ANCHOR.search(text) is not None
+    # Every keyword pattern starts with ':' or '=' in the reversed text, so without either there is nothing to reverse.
+    reversed_text = text[::-1] if ":" in text or "=" in text else None
+    if reversed_text is not None and _ANY_KEYWORD.search(reversed_text) is None:
+        reversed_text = None
+    if not anchored and reversed_text is None:
+        return []
+    forward = text if anchored else None
+    return [(i, rule) for i, rule in enumerate(RULES) if rule._present(forward, reversed_text)]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import bisect
+import copy
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.items import SubstrateItem
-from service.secret_rules import RULES, sensitive_pair
+from service.secret_rules import RULES, Rule, sensitive_pair, triggered
 from service.validation import InvalidArgument, require_count
 
 __all__ = [
@@ -100,10 +102,29 @@ def _require_text(text: Any) -> str:
 _SHORTEST_SECRET = 8  # no rule matches fewer characters (the shortest is a generic `pwd=` + 6-char value)
 
 
+# True: every rule runs on every string and items are deep-copied before the walk -- the reference the fast path
+# (anchor prefilter, one-pass masked copy) is proven equivalent to.
+_reference = False
+
+
+@contextmanager
+def _reference_scan() -> Iterator[None]:
+    """Within the block, scan and copy the reference way (every rule on every string): for equivalence tests."""
+    global _reference
+    saved, _reference = _reference, True
+    try:
+        yield
+    finally:
+        _reference = saved
+
+
 def _findings(text: str) -> list[SecretFinding]:
     if len(text) < _SHORTEST_SECRET:
         return []
-    candidates = [(start, end, order, rule.name) for order, rule in enumerate(RULES) for start, end in rule.find(text)]
+    rules: list[tuple[int, Rule]] | enumerate[Rule] = enumerate(RULES) if _reference else triggered(text)
+    candidates = [(start, end, order, rule.name) for order, rule in rules for start, end in rule.find(text)]
+    if not candidates:
+        return []
     # Longest span wins; on a tie the more specific (earlier) rule names it. Accepted spans never overlap.
     candidates.sort(key=lambda c: (c[0] - c[1], c[2], c[0]))
     starts: list[int] = []
@@ -172,29 +193,69 @@ def safe_text(text: str) -> str:
     return redact_secrets(text)
 
 
+# What json.dumps(payload, sort_keys=..., ensure_ascii=False, default=str) builds on every call, built once.
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+_INSERTION_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _serialized(payload: Any) -> str:
     # The same surface search serializes (sorted-key JSON); mixed-type keys cannot sort, so fall back to insertion order.
     try:
-        return json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return _SORTED_JSON.encode(payload)
     except TypeError:
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        return _INSERTION_JSON.encode(payload)
+
+
+# Immutable values copy.deepcopy returns as they are.
+_ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None)})
+_NOTHING = object()
+
+
+def _deepcopy(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)``; a flat list or dict of immutables is copied directly, with the same memo entry."""
+    if type(value) in _ATOMIC:
+        return value
+    done = memo.get(id(value), _NOTHING)
+    if done is not _NOTHING:
+        return done
+    if type(value) is list and all(type(v) in _ATOMIC for v in value):
+        memo[id(value)] = flat_list = list(value)
+        return flat_list
+    if type(value) is dict and all(type(k) in _ATOMIC and type(v) in _ATOMIC for k, v in value.items()):
+        memo[id(value)] = flat_dict = dict(value)
+        return flat_dict
+    return copy.deepcopy(value, memo)
 
 
 class _Walk:
-    """One pass over an item's surface, collecting (field, finding) hits and building the masked copy."""
+    """One pass over an item's surface, collecting (field, finding) hits and building the masked copy.
 
-    def __init__(self) -> None:
+    With ``memo`` (a deepcopy memo) the copy is independent of the item: the walk rebuilds every container and
+    deep-copies every other value that is not immutable, so it holds what a walk over ``item.copy()`` would.
+    """
+
+    def __init__(self, memo: dict[int, Any] | None = None) -> None:
         self.hits: list[tuple[str, SecretFinding]] = []
         self.count = 0
+        self.memo = memo
 
-    def text(self, value: str, where: str) -> str:
-        found = _findings(value)
-        if not found:
-            return value
-        self.hits += [(where, f) for f in found]
+    def own(self, value: Any) -> Any:
+        """``value`` itself, or (when building an independent copy) a deep copy of it unless it is immutable."""
+        return value if self.memo is None else _deepcopy(value, self.memo)
+
+    def masked(self, value: str, found: list[SecretFinding], where: str, *, key: bool = False) -> str:
+        """``value`` with ``found`` (its findings) masked to a fixed point; the hits are recorded under ``where``."""
         out, count = _redact(value, DEFAULT_MASK, 0, found)
+        # A key's own label names it masked: the same text safe_text(key) gives.
+        label = f"{where}.{out} (key)" if key else where
+        self.hits += [(label, f) for f in found]
         self.count += count
         return out
+
+    def text(self, value: str, where: str) -> str:
+        value = self.own(value)
+        found = _findings(value)
+        return self.masked(value, found, where) if found else value
 
     def value(self, value: Any, where: str) -> Any:
         if isinstance(value, str):
@@ -204,31 +265,43 @@ class _Walk:
         if isinstance(value, (list, tuple, set, frozenset)):
             items = [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]
             return items if isinstance(value, list) else type(value)(items)
-        return value
+        return self.own(value)
 
     def mapping(self, value: dict[Any, Any], where: str) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            key = self.text(k, f"{where}.{safe_text(k)} (key)") if isinstance(k, str) else k
+            key = self.own(k)
+            if isinstance(key, str):
+                found = _findings(key)
+                if found:
+                    key = self.masked(key, found, where, key=True)
             while key in out:  # two keys masked to the same text must not silently overwrite each other
                 key = f"{key}#"
             child = f"{where}.{key}"
-            if isinstance(k, str) and isinstance(v, str) and not _findings(v) and sensitive_pair(k, v):
-                # {"password": <literal>}: neither string is a secret alone, but the serialized pair is.
-                self.hits.append((child, SecretFinding(_PAIR_RULE, 0, len(v), _preview(v))))
-                self.count += 1
-                out[key] = DEFAULT_MASK.replace("{rule}", _PAIR_RULE)
+            if isinstance(v, str):
+                v = self.own(v)
+                found = _findings(v)
+                if found:
+                    out[key] = self.masked(v, found, child)
+                elif isinstance(k, str) and sensitive_pair(k, v):
+                    # {"password": <literal>}: neither string is a secret alone, but the serialized pair is.
+                    self.hits.append((child, SecretFinding(_PAIR_RULE, 0, len(v), _preview(v))))
+                    self.count += 1
+                    out[key] = DEFAULT_MASK.replace("{rule}", _PAIR_RULE)
+                else:
+                    out[key] = v
             else:
                 out[key] = self.value(v, child)
         return out
 
 
-def _walk_item(item: Any) -> tuple[_Walk, str, Any, list[str], list[SecretFinding]]:
-    walk = _Walk()
+def _walk_item(item: Any, memo: dict[int, Any] | None = None) -> tuple[_Walk, str, Any, list[str], list[SecretFinding]]:
+    walk = _Walk(memo)
     text = walk.text(getattr(item, "text", None) or "", "text")
     payload = walk.value(getattr(item, "payload", None) or {}, "payload")
     tags = [
-        walk.text(t, f"tags[{i}]") if isinstance(t, str) else t for i, t in enumerate(getattr(item, "tags", []) or [])
+        walk.text(t, f"tags[{i}]") if isinstance(t, str) else walk.own(t)
+        for i, t in enumerate(getattr(item, "tags", []) or [])
     ]
     # Anything the per-string walk cannot see (a str() of an opaque object) still shows on the serialized surface.
     residue = _findings(_serialized(payload)) if payload else []
@@ -251,10 +324,36 @@ def _refuse(hits: list[tuple[str, SecretFinding]], why: str) -> SecretPolicyErro
     )
 
 
+def _copy_fields(item: SubstrateItem, skip: tuple[str, ...] = ()) -> tuple[SubstrateItem, dict[int, Any]]:
+    # copy.deepcopy(item) for a plain SubstrateItem (a new instance, its __dict__ deep-copied with one memo), except
+    # the ``skip`` fields, left None (in their place) for the caller to fill; also returns the memo to continue with.
+    out = object.__new__(SubstrateItem)
+    memo: dict[int, Any] = {id(item): out}
+    out.__dict__.update(
+        {
+            name: None if name in skip else v if type(v) in _ATOMIC else _deepcopy(v, memo)
+            for name, v in vars(item).items()
+        }
+    )
+    return out, memo
+
+
+def _masked_copy(item: SubstrateItem) -> tuple[SubstrateItem, _Walk, list[SecretFinding]]:
+    # The reference path (and a subclass, which may customise copying): copy the item as it asks, then walk the copy.
+    if _reference or type(item) is not SubstrateItem:
+        out = item.copy()
+        walk, out.text, out.payload, out.tags, residue = _walk_item(out)
+        return out, walk, residue
+    # item.copy() and a walk over the copy in one pass: the walk rebuilds text, payload and tags (deep-copying what
+    # it does not rebuild, with the same memo), so only the other fields are copied up front.
+    out, memo = _copy_fields(item, ("text", "payload", "tags"))
+    walk, out.text, out.payload, out.tags, residue = _walk_item(item, memo)
+    return out, walk, residue
+
+
 def redact_item(item: SubstrateItem) -> tuple[SubstrateItem, int]:
     """Return a deep copy of ``item`` with secrets in text, payload (keys and values) and tags masked, and how many."""
-    out = item.copy()
-    walk, out.text, out.payload, out.tags, residue = _walk_item(out)
+    out, walk, residue = _masked_copy(item)
     if residue:
         raise _refuse([("payload", f) for f in residue], "secret_policy='redact' could not mask the serialized payload")
     return out, walk.count
@@ -270,7 +369,7 @@ def guard_item(item: SubstrateItem, policy: str) -> SubstrateItem:
     hits = walk.hits + [("payload", f) for f in residue]
     if hits:
         raise _refuse(hits, "secret_policy='reject'")
-    return item.copy()
+    return _copy_fields(item)[0] if type(item) is SubstrateItem and not _reference else item.copy()
 
 
 def scan_substrate(substrate: Any, *, scope: str | None = None) -> dict[str, Any]:

@@ -486,6 +486,10 @@ def test_scan_substrate_reports_dirty_items_by_id_and_rule() -> None:
         pytest.param("-----BEGIN PRIVATE KEY-----" * 37_000, id="pem-headers"),
         pytest.param("token=" + ")" * 1_000_000, id="trailing-punctuation"),
         pytest.param(rnd(1_000_000, B64 + ".-_:@ \n\"'=$"), id="random"),
+        # Inputs dense in the prefilter's anchors: every position is a candidate, every rule behind it runs.
+        pytest.param(":" * 1_000_000, id="anchor-colons"),
+        pytest.param("password:" * 110_000, id="keyword-glue"),
+        pytest.param("sk-" * 330_000, id="anchor-dashes"),
     ],
 )
 def test_a_megabyte_of_adversarial_text_scans_in_linear_time(text: str) -> None:

@@ -1,0 +1,242 @@
+"""Secret guard speed: guard_item and detect_secrets, the anchored fast path beside the every-rule reference path.
+
+Run: python bench/secret_guard.py [--clean 20000] [--dirty 2000] [--repeat 3] [--data ../shared/data/scifact] [--no-write]
+
+Inputs, built deterministically: (a) clean realistic texts -- SciFact abstract sentences, lines of this repository's
+Python source and templated config/env/JSON lines, keeping only those the reference path finds nothing in; (b)
+texts with secrets -- every rule's test example (tests/unit/test_security*.py) inside a SciFact sentence. Each
+text is timed through detect_secrets(text) and guard_item(item, "redact") (a kind="text" item with provenance and
+a tag, every fourth with a small payload), first in the reference mode (service.security._reference_scan: every
+rule on every string, deep copy then walk), then the fast path; best of --repeat passes. Every input's results
+are compared (findings; the guarded item's JSON or the refusal): the disagreement count must be 0.
+Writes (replaces) its own section of bench/RESULTS.md unless --no-write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Run as a script, bench/ comes first on sys.path, where bench/http.py would shadow the standard library's
+# ``http``: import from the repository root instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from service.items import SubstrateItem  # noqa: E402
+from service.security import SecretPolicyError, _reference_scan, detect_secrets, guard_item  # noqa: E402
+from tests.unit.test_security_speed_equivalence import POSITIVES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "RESULTS.md"
+BEGIN, END = "<!-- bench/secret_guard.py:begin -->", "<!-- bench/secret_guard.py:end -->"
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+_CONFIG = [
+    "{name}_timeout = {n}",
+    "max_{name}_tokens: {n}",
+    "{NAME}_URL=https://{name}.example.org/api/v{d}/items?page={n}",
+    "export PATH=/usr/local/{name}/bin:$PATH",
+    '{{"name": "{name}", "port": {n}, "enabled": true, "tags": ["{name}", "v{d}"]}}',
+    "  {name}:\n    image: registry.local/{name}:{d}.{n}\n    replicas: {d}",
+    "[{name}]\nhost = {name}.internal\nport = {n}",
+    "log_level: INFO  # {name} service, retries={d}",
+    "password_min_length = {n}",
+    "SELECT id, text FROM {name} WHERE scope = :scope AND seq > {n} ORDER BY seq LIMIT {d}",
+    "{name}.{name}_ratio=0.{n}",
+    "token_bucket_refill_per_second: {d}",
+]
+_NAMES = ["alpha", "billing", "search", "ingest", "cache", "worker", "gateway", "audit", "vectors", "replay"]
+
+
+def _scifact_sentences(data: Path) -> list[str]:
+    out: list[str] = []
+    for line in (data / "corpus.jsonl").open(encoding="utf-8"):
+        doc = json.loads(line)
+        out += [s for s in _SENT.split(doc["text"]) if s.strip()]
+    return out
+
+
+def _code_lines() -> list[str]:
+    lines: list[str] = []
+    for path in sorted((ROOT / "service").glob("*.py")) + sorted((ROOT / "projections").glob("*.py")):
+        lines += [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if len(ln.strip()) >= 12]
+    return lines
+
+
+def _config_lines(n: int, rng: random.Random) -> list[str]:
+    out = []
+    for _ in range(n):
+        name = rng.choice(_NAMES)
+        fields = {"name": name, "NAME": name.upper(), "n": rng.randint(1, 9999), "d": rng.randint(1, 9)}
+        out.append(rng.choice(_CONFIG).format(**fields))
+    return out
+
+
+def corpora(n_clean: int, n_dirty: int, data: Path, seed: int = 11) -> tuple[list[str], list[str], int]:
+    """The clean texts (70% SciFact, 15% code, 15% config), the texts with secrets, and how many candidates were
+    dropped from the clean set because the reference path found something in them."""
+    rng = random.Random(seed)
+    sentences = _scifact_sentences(data)
+    n_code = n_config = n_clean * 15 // 100
+    candidates = (
+        rng.sample(sentences, n_clean - n_code - n_config)
+        + rng.sample(_code_lines(), n_code)
+        + _config_lines(n_config, rng)
+    )
+    with _reference_scan():
+        clean = [t for t in candidates if detect_secrets(t).clean]
+    dropped = len(candidates) - len(clean)
+    while len(clean) < n_clean:  # top up with more sentences (checked too) for any that were dropped
+        extra = rng.choice(sentences)
+        with _reference_scan():
+            if detect_secrets(extra).clean:
+                clean.append(extra)
+    dirty = [f"{rng.choice(sentences)} {POSITIVES[i % len(POSITIVES)][1]}" for i in range(n_dirty)]
+    return clean, dirty, dropped
+
+
+def _item(i: int, text: str) -> SubstrateItem:
+    payload = {"source": "bench", "doc": f"d{i}", "sentence": i % 7} if i % 4 == 0 else {}
+    return SubstrateItem(
+        kind="text",
+        text=text,
+        payload=payload,
+        provenance={"source": "bench", "position": i},
+        tags=["bench"],
+        id=f"item-{i}",
+        created_at=1.0,
+    )
+
+
+def _guard(item: SubstrateItem) -> Any:
+    try:
+        return guard_item(item, "redact")
+    except SecretPolicyError as exc:
+        return exc
+
+
+def _comparable(result: Any) -> Any:
+    if isinstance(result, SubstrateItem):
+        return result.to_json()
+    if isinstance(result, SecretPolicyError):
+        return ("refused", str(result), result.rules, result.fields)
+    return result.as_dict()  # a SecretScan
+
+
+def _time(fn: Callable[[Any], Any], inputs: list[Any], repeat: int, reference: bool) -> tuple[float, list[Any]]:
+    """Best-of-``repeat`` microseconds per call (results dropped as made), then every input's comparable result."""
+    best = float("inf")
+    with _reference_scan() if reference else contextlib.nullcontext():
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for x in inputs:
+                fn(x)
+            best = min(best, time.perf_counter() - t0)
+        results = [_comparable(fn(x)) for x in inputs]
+    return best / len(inputs) * 1e6, results
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    clean, dirty, dropped = corpora(args.clean, args.dirty, args.data)
+    print(
+        f"clean texts: {len(clean)} (dropped {dropped} candidates the reference path flagged); with secrets: {len(dirty)}"
+    )
+    rows = []
+    for label, texts in (("clean", clean), ("with secrets", dirty)):
+        items = [_item(i, t) for i, t in enumerate(texts)]
+        for name, fn, inputs in (
+            ("guard_item(redact)", _guard, items),
+            ("detect_secrets", detect_secrets, texts),
+        ):
+            ref_us, ref = _time(fn, inputs, args.repeat, reference=True)
+            fast_us, fast = _time(fn, inputs, args.repeat, reference=False)
+            disagree = sum(1 for a, b in zip(ref, fast, strict=True) if a != b)
+            row = {
+                "set": label,
+                "fn": name,
+                "n": len(inputs),
+                "ref_us": ref_us,
+                "fast_us": fast_us,
+                "speedup": ref_us / fast_us,
+                "disagree": disagree,
+            }
+            rows.append(row)
+            print(
+                f"{label:13s} {name:19s} n={len(inputs):6d}  reference {ref_us:8.1f} us  fast {fast_us:7.1f} us  "
+                f"x{row['speedup']:.1f}  disagreements {disagree}"
+            )
+    return rows
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:
+    cmd = f"python bench/secret_guard.py --clean {args.clean} --dirty {args.dirty} --repeat {args.repeat}"
+    lines = [
+        BEGIN,
+        "## Secret guard (`bench/secret_guard.py`)",
+        "",
+        f"Command: `{cmd}` ({time.strftime('%Y-%m-%d')}, 2 cores, other benchmarks possibly running; best of "
+        f"{args.repeat} passes). Clean texts: 70% SciFact sentences, 15% lines of this repository's Python source, "
+        "15% templated config/env/JSON/SQL lines, all checked clean by the reference path. Texts with secrets: every "
+        "rule test example inside a SciFact sentence. Items: kind text, provenance, one tag, every fourth a 3-key "
+        "payload.",
+        "",
+        "| texts | function | n | reference path (every rule) | fast path (anchors) | speed-up | disagreements |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['set']} | `{r['fn']}` | {r['n']:,} | {r['ref_us']:.1f} us | {r['fast_us']:.1f} us | "
+            f"{r['speedup']:.1f}x | {r['disagree']} |"
+        )
+    lines += [
+        "",
+        "The reference path is `service.security._reference_scan()`: every rule's regex on every string, and "
+        "`item.copy()` before the walk. The fast path searches one combined regex of every rule's declared anchors "
+        "(and the assignment keywords, in the reversed text) and runs only the rules whose anchors occur; "
+        "`guard_item` copies the item in the same pass that masks it. Equivalence is tested in "
+        "`tests/unit/test_security_speed_equivalence.py` (hypothesis, against the reference path).",
+        "",
+        "Before the prefilter (the guard as of commit 462d86b, loaded beside the new one, same inputs, best of 3, "
+        "one-off run on 2026-11-29): `guard_item` 152.8 us clean / 535.3 us with secrets, `detect_secrets` 102.0 us "
+        "/ 286.2 us per text; the fast path agreed with that code on every input too.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def write_results(section: str) -> None:
+    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
+    if BEGIN in old and END in old:
+        new = old[: old.index(BEGIN)] + section + old[old.index(END) + len(END) :]
+    else:
+        new = old.rstrip("\n") + "\n\n" + section + "\n"
+    RESULTS.write_text(new, encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clean", type=int, default=20000, help="clean texts (default 20000)")
+    ap.add_argument("--dirty", type=int, default=2000, help="texts with secrets (default 2000)")
+    ap.add_argument("--repeat", type=int, default=3, help="passes per measurement, best taken (default 3)")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="SciFact directory (corpus.jsonl)")
+    ap.add_argument("--no-write", action="store_true", help="print only; do not update bench/RESULTS.md")
+    args = ap.parse_args()
+    rows = run(args)
+    section = report(args, rows)
+    if not args.no_write:
+        write_results(section)
+    if any(r["disagree"] for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
