@@ -168,12 +168,12 @@ def bench_unguarded(store: Substrate, n: int) -> float:
     """Diagnostic: the same ingest with the secret guard replaced by a plain copy (shows the rest of the path)."""
     import service.substrate as facade
 
-    original = facade.guard_item
-    facade.guard_item = lambda item, policy: item.copy()  # type: ignore[assignment]
+    original = facade.guard_view
+    facade.guard_view = lambda item, policy: item  # type: ignore[assignment]
     try:
         return bench_ingest(store, n, source="bench-unguarded")[0]
     finally:
-        facade.guard_item = original
+        facade.guard_view = original
 
 
 def _timed_projector(p: Any, timers: Timers) -> Any:
@@ -233,7 +233,7 @@ def report(args: argparse.Namespace) -> str:
         f"{rate / raw:.2f}x |",
     ]
     if diag is not None:
-        lines.append(f"| diagnostic only: the same with the secret guard stubbed out (`guard_item` = copy) | "
+        lines.append(f"| diagnostic only: the same with the secret guard stubbed out (`guard_view` = identity) | "
                      f"{diag:,.0f} | {diag / raw:.2f}x |")
     lines += [
         f"| raw `executemany`, 1000-row transactions, into a table shaped like `items` | {raw:,.0f} | 1.00x |",

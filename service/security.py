@@ -372,6 +372,16 @@ def guard_item(item: SubstrateItem, policy: str) -> SubstrateItem:
     return _copy_fields(item)[0] if type(item) is SubstrateItem and not _reference else item.copy()
 
 
+def guard_view(item: SubstrateItem, policy: str) -> SubstrateItem:
+    """``guard_item`` for callers that copy the result anyway: ``item`` itself when nothing needs masking."""
+    if policy not in SECRET_POLICIES:
+        raise InvalidArgument(f"secret_policy must be 'redact' or 'reject', got {policy!r}")
+    walk, *_, residue = _walk_item(item)
+    if walk.hits or residue:
+        return guard_item(item, policy)  # the rare path: mask, or refuse, exactly as guard_item does
+    return item
+
+
 def scan_substrate(substrate: Any, *, scope: str | None = None) -> dict[str, Any]:
     """Sweep a substrate for leaked secrets: ``{n_items, n_dirty, dirty: [{item_id, rules}]}``."""
     n_items, dirty = 0, []

@@ -18,7 +18,7 @@ from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEv
 from service.eventstore import ChainReport, EventStore
 from service.items import SubstrateItem
 from service.retry import retries
-from service.security import guard_item
+from service.security import guard_view
 from service.snapshot import read_snapshot, write_snapshot
 from service.validation import InvalidArgument, require_count
 
@@ -108,7 +108,7 @@ class Substrate:
         policy = self.secret_policy if secret_policy is None else _check_policy(secret_policy)
         try:
             # Re-validate a copy: the caller may have mutated the object after constructing it.
-            safe = guard_item(dataclasses.replace(item), policy)
+            safe = guard_view(dataclasses.replace(item), policy)
             return normalize_json(safe.json_view(), "item")  # normalize_json makes the deep copy
         except RecursionError:
             raise InvalidArgument("item is nested too deeply to store") from None

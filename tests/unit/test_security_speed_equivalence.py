@@ -311,3 +311,29 @@ def test_the_guarded_copy_is_as_independent_as_a_deep_copy() -> None:
         assert out.provenance["src"] is not shared and out.provenance["src"][1] is not shared[1]
     sub = _Item(kind="text", text="x", payload={"y": leaf})
     assert type(guard_item(sub, "redact")) is _Item and guard_item(sub, "redact").payload["y"] is not leaf
+
+
+def _stored(fn: Callable[..., Any], item: SubstrateItem, policy: str) -> Any:
+    try:
+        return ("stored", fn(item, policy).to_json())
+    except SecretPolicyError as exc:
+        return ("refused", str(exc), exc.rules, exc.fields)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(items, st.sampled_from(["redact", "reject"]))
+def test_the_store_guard_view_stores_what_guard_item_stores(item: SubstrateItem, policy: str) -> None:
+    before = item.to_json()
+    assert _stored(security.guard_view, item, policy) == _stored(guard_item, item, policy)
+    assert item.to_json() == before
+
+
+def test_guard_view_returns_the_item_itself_only_when_clean() -> None:
+    clean = SubstrateItem(kind="text", text="nothing to hide here")
+    assert security.guard_view(clean, "redact") is clean
+    leaky = _leaky_item()
+    assert security.guard_view(leaky, "redact") is not leaky
+    with pytest.raises(SecretPolicyError):
+        security.guard_view(leaky, "reject")
+    with pytest.raises(ValueError):
+        security.guard_view(clean, "ignore")
