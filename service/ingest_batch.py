@@ -88,7 +88,7 @@ class BatchWriter:
             source: str | None = None, where: str | None = None) -> None:
         try:
             item = build(stable_id(self.scope, source or self.source, position))
-            self._pending.append(self.store._prepare(item, None))
+            self._pending.append(self.store._prepare(item, None, fresh=True))  # validated by its constructor
         except (ValueError, TypeError, RecursionError) as exc:  # includes SecretPolicyError and InvalidArgument
             self.fail(line, str(exc) or type(exc).__name__, where or source)
             return

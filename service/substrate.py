@@ -102,13 +102,14 @@ class Substrate:
             self.position = stored[-1].seq
         return stored
 
-    def _prepare(self, item: SubstrateItem, secret_policy: str | None) -> dict[str, Any]:
+    def _prepare(self, item: SubstrateItem, secret_policy: str | None, *, fresh: bool = False) -> dict[str, Any]:
+        """Validate, secret-guard and normalize ``item``; ``fresh``: built just now by this service, not revalidated."""
         if not isinstance(item, SubstrateItem):
             raise InvalidArgument(f"put expects a SubstrateItem, got {type(item).__name__}")
         policy = self.secret_policy if secret_policy is None else _check_policy(secret_policy)
         try:
             # Re-validate a copy: the caller may have mutated the object after constructing it.
-            safe = guard_view(dataclasses.replace(item), policy)
+            safe = guard_view(item if fresh else dataclasses.replace(item), policy)
             return normalize_json(safe.json_view(), "item")  # normalize_json makes the deep copy
         except RecursionError:
             raise InvalidArgument("item is nested too deeply to store") from None
