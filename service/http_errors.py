@@ -6,6 +6,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+import psycopg.errors
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -114,4 +115,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(TypeError, status(422))
     app.add_exception_handler(RecursionError, status(422))
     app.add_exception_handler(DataError, data)  # type: ignore[arg-type]
+    app.add_exception_handler(psycopg.errors.DataError, data)  # type: ignore[arg-type]  # the append path's own
     app.add_exception_handler(Exception, crash)
