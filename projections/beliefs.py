@@ -16,13 +16,13 @@ from sqlalchemy.engine import Connection
 
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.registry import Projector, register
+from projections.registry import Projector, Statement, register
 
 __all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key"]
 
 BELIEF_TAG = "belief"
 
-_UPSERT = text(
+_UPSERT_SQL = (
     "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
     "VALUES (:id, :scope, :claim_key, CAST(:claim AS jsonb), :credence, CAST(:evidence AS jsonb), "
     "CAST(:sources AS text[]), :version, :seq, :seq) "
@@ -30,7 +30,9 @@ _UPSERT = text(
     "claim = EXCLUDED.claim, credence = EXCLUDED.credence, evidence = EXCLUDED.evidence, "
     "sources = EXCLUDED.sources, version = EXCLUDED.version, seq = EXCLUDED.seq"
 )
-_DELETE = text("DELETE FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))")
+_DELETE_SQL = "DELETE FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))"
+_UPSERT = text(_UPSERT_SQL)
+_DELETE = text(_DELETE_SQL)
 
 
 def claim_key(claim_text: str) -> str:
@@ -111,9 +113,14 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         i = j
 
 
-def plan(events: Sequence[Any]) -> list[Any] | None:
-    """No statement when no event touches a belief (the common item write); else None: ``apply`` runs them."""
-    return [] if not _ops(events) else None
+def plan(events: Sequence[Any]) -> list[Statement] | None:
+    """The statements of ``apply`` for one event (None for a batch: ``apply`` groups its upserts)."""
+    ops = _ops(events)
+    if len(events) > 1 and ops:
+        return None
+    return [
+        (_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops
+    ]
 
 
 register(
