@@ -40,10 +40,13 @@ def _replay(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.as_dict())
         return 0
+    if report.events:
+        print(file=sys.stderr)  # end the progress line
     rate = report.events / report.seconds if report.seconds else 0.0
     print(f"replayed {report.events} events in {report.seconds:.2f}s ({rate:,.0f} events/s)")
     if report.phases:
-        print("  " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in report.phases.items()))
+        names = {"inline": "inline read models", "lazy": "lazy search postings"}
+        print("  " + ", ".join(f"{names.get(k, k)} {v:.2f}s" for k, v in report.phases.items()))
     for table in sorted(report.counts):
         print(f"  {table:<16} {report.counts[table]:>10} rows  md5 {report.digests[table]}")
     return 0
