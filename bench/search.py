@@ -5,11 +5,14 @@ Run: python bench/search.py [--n 100000] [--queries 200] [--root DIR] [--no-writ
 Items are distinct passages of the SciFact corpus (an abstract's title plus 2-5 consecutive sentences, drawn with a
 fixed seed), written through Substrate.put_many; queries are SciFact claims. Measured on one store and one fitted
 embedding:
-- search(q, k=10, scope) p50/p95 (two round trips: freshness + the one ranking statement), against the raw
-  pgvector statement ``ORDER BY embedding <=> q LIMIT 10`` on the domain's vectors (default hnsw.ef_search) for
-  the same query vectors, and their ratio;
-- recall@10 of the HNSW scan as search() runs it against exact (sequential) search in the same embedding, and
-  recall@10 of search()'s final top 10 against an exhaustive search() (exact vectors, every posting read);
+- search(q, k=10, scope) p50/p95 (one round trip: the domain state + settings and the one ranking statement),
+  against the raw pgvector statement ``ORDER BY embedding <=> q LIMIT 10`` on the domain's vectors for the same
+  query vectors, both at the default hnsw.ef_search (one statement) and at the ef_search search() runs with (one
+  more statement to set it), each with its recall@10 against exact (sequential) search, and the ratio of search()
+  to each. All three run in committed transactions (psycopg prepares repeated statements), warm (one untimed pass
+  over every query first) and interleaved query by query in rotating order;
+- recall@10 of search()'s final top 10 against the exhaustive ranking: every item scored by the module docstring's
+  formula (an independent set-based statement here, not search() with other knobs);
 - the refit after 1% of the items change (fold-in) and a full refit.
 --root keeps the store between runs (the ingest is skipped when the scope already holds --n items).
 """
@@ -31,16 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import text  # noqa: E402
 
 from bench.retrieval_quality import DEFAULT_DATA, write_section  # noqa: E402
+from projections.embeddings import BM25_B, BM25_K1  # noqa: E402
 from service import Substrate, embedding  # noqa: E402
 from service.items import SubstrateItem  # noqa: E402
 from service.vectors import refit  # noqa: E402
 
 SCOPE = "bench"
-NOTE = (
-    "search() runs two candidate scans (BM25 over postings, HNSW), an exact rescoring of every candidate and a "
-    "freshness round trip; it is compared with the raw vector query at the default ef_search (the issue's 3x "
-    "target, not met) and at the ef_search it needs for recall >= 0.95 on these LSA vectors."
-)
+TARGET = 3.0  # the issue: search() p50 within 3x of the raw pgvector query
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -87,19 +87,66 @@ def query_vectors(store: Substrate, did: int, claims: list[str]) -> list[str | N
         return [c.execute(sql, {"q": q, "did": did}).scalar() for q in claims]
 
 
-def timed_raw(store: Substrate, did: int, vecs: list[str], exact: bool, ef: int | None = None) -> tuple[list, list]:
+def raw_query(store: Substrate, did: int, v: str, exact: bool = False, ef: int | None = None) -> list[str]:
+    """The raw vector query's top 10 (ef: set hnsw.ef_search first, in the same transaction, as search() does).
+
+    Committed like search()'s transaction, so psycopg prepares this statement too (a rollback would forget it).
+    """
     order = "(embedding <=> CAST(:v AS vector)) + 0" if exact else "embedding <=> CAST(:v AS vector)"
-    sql = text(f"SELECT item_id FROM item_vectors WHERE domain_id = :did ORDER BY {order} LIMIT 10")
-    lat, ids = [], []
-    for v in vecs:
-        t0 = time.perf_counter()
-        with store.engine.connect() as c:
-            if ef is not None:
-                c.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), "
-                               "set_config('hnsw.iterative_scan', 'relaxed_order', true)"), {"ef": str(ef)})
-            ids.append(c.execute(sql, {"did": did, "v": v}).scalars().all())
-        lat.append(time.perf_counter() - t0)
-    return lat, ids
+    with store.engine.begin() as c:
+        if ef is not None:
+            c.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)"), {"ef": str(ef)})
+        return list(c.execute(text(f"SELECT item_id FROM item_vectors WHERE domain_id = :did ORDER BY {order} "
+                                   "LIMIT 10"), {"did": did, "v": v}).scalars())
+
+
+def timed(f: Any, *args: Any, **kw: Any) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = f(*args, **kw)
+    return time.perf_counter() - t0, out
+
+
+# Every item of the scope scored as the module docstring of service/embedding.py states: all postings of every
+# query term, the exact cosine of every item that has a current vector, and the exact nearest neighbours (the best
+# items without any query term). Set-based, independent of search()'s candidate lists.
+_EXHAUSTIVE = text("""
+WITH st AS (
+  SELECT greatest(n_docs, 1)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
+  FROM search_domains WHERE domain = :scope
+), qw AS MATERIALIZED (
+  SELECT q.term, ln(1 + (st.n - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5)) AS idf, coalesce(f.df, 0) AS df
+  FROM (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', :q)) l) q
+  CROSS JOIN st LEFT JOIN term_df f ON f.domain = :scope AND f.term = q.term
+  ORDER BY coalesce(f.df, 0) > 0 DESC, 2 DESC, q.term LIMIT :max_terms
+), lex AS MATERIALIZED (
+  SELECT t.item_id, sum(qw.idf * t.tf * (:k1 + 1) / (t.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl)))
+         / (SELECT sum(idf) * (:k1 + 1) FROM qw) AS lex
+  FROM qw JOIN item_terms t ON t.scope = :scope AND t.term = qw.term CROSS JOIN st GROUP BY t.item_id
+), qv AS (
+  SELECT sum(e.vec) AS v FROM qw JOIN embedder_terms e ON e.domain_id = :did AND e.term = qw.term
+), cand AS (
+  SELECT item_id FROM lex
+  UNION SELECT * FROM (SELECT v.item_id FROM item_vectors v WHERE v.domain_id = :did
+                       ORDER BY (v.embedding <=> (SELECT v FROM qv)) + 0 LIMIT :k) near
+), scored AS (
+  SELECT c.item_id, CASE WHEN v.item_id IS NULL THEN coalesce(l.lex, 0)
+    ELSE :w * CASE WHEN 1 - (v.embedding <=> (SELECT v FROM qv)) >= :min_cos
+                   THEN 1 - (v.embedding <=> (SELECT v FROM qv)) ELSE 0 END
+         + (1 - :w) * coalesce(l.lex, 0) END AS score
+  FROM cand c JOIN search_docs sd ON sd.item_id = c.item_id LEFT JOIN lex l ON l.item_id = c.item_id
+  LEFT JOIN item_vectors v ON v.domain_id = :did AND v.item_id = c.item_id AND v.item_seq = sd.seq
+)
+SELECT item_id FROM scored WHERE score > 0 ORDER BY score DESC, item_id LIMIT :k
+""")
+
+
+def exhaustive(store: Substrate, did: int, claims: list[str], k: int = 10) -> list[list[str]]:
+    """Each claim's true top k (see _EXHAUSTIVE)."""
+    knobs = {"scope": SCOPE, "did": did, "k": k, "k1": BM25_K1, "b": BM25_B, "w": embedding.DENSE_WEIGHT,
+             "min_cos": embedding.MIN_COS, "max_terms": embedding.MAX_TERMS}
+    with store.engine.connect() as c:
+        return [list(c.execute(_EXHAUSTIVE, {**knobs, "q": q}).scalars()) for q in claims]
 
 
 def with_settings(store: Substrate, claims: list[str], **knobs: int) -> tuple[list[float], list[list[str]]]:
@@ -145,21 +192,40 @@ def main() -> None:
     with store.engine.connect() as c:
         did, n_vec = c.execute(text("SELECT domain_id, n_vectors FROM embedders WHERE domain = :d"), {"d": SCOPE}).one()
 
-    for q in claims[:20]:
-        store.search(q, k=10, scope=SCOPE)  # warm caches
-    lat, top = [], []
-    for q in claims:
-        t0 = time.perf_counter()
-        top.append([it.id for it, _ in store.search(q, k=10, scope=SCOPE)])
-        lat.append(time.perf_counter() - t0)
-    vecs = [v for v in query_vectors(store, did, claims) if v is not None]
-    raw_lat, raw_ids = timed_raw(store, did, vecs, exact=False)
-    ef = max(embedding.CANDIDATES, embedding.HNSW_EF)
-    ann_lat, ann_ids = timed_raw(store, did, vecs, exact=False, ef=ef)
-    exact_lat, exact_ids = timed_raw(store, did, vecs, exact=True)
+    vecs = query_vectors(store, did, claims)
+    ef = min(max(embedding.CANDIDATES, embedding.HNSW_EF), 1000)  # as search() sets it for k=10
+    jobs = {
+        "search": lambda q, v: [it.id for it, _ in store.search(q, k=10, scope=SCOPE)],
+        "raw": lambda q, v: raw_query(store, did, v),
+        "raw_ef": lambda q, v: raw_query(store, did, v, ef=ef),
+    }
+    # One untimed pass over every query first: each query's pages are then as warm for all three (the index and
+    # postings exceed shared_buffers, so whichever ran first would pay for the others), and psycopg has prepared
+    # the statements. Then one timed pass, the order of the three rotating from one query to the next.
+    timings: dict[str, list[float]] = {name: [] for name in jobs}
+    answers: dict[str, list[Any]] = {name: [] for name in jobs}
+    for timed_pass in (False, True):
+        for i, (q, v) in enumerate(zip(claims, vecs)):
+            names = [n for n in jobs if v is not None or n == "search"]
+            for name in names[i % len(names):] + names[: i % len(names)]:
+                dt, got = timed(jobs[name], q, v)
+                if timed_pass:
+                    timings[name].append(dt)
+                    answers[name].append(got)
+    lat, top = timings["search"], answers["search"]
+    raw_lat, raw_ids, ann_lat, ann_ids = timings["raw"], answers["raw"], timings["raw_ef"], answers["raw_ef"]
+    exact_ids: list[list[str]] = []
+    exact_lat = []
+    for v in vecs:
+        if v is not None:
+            dt, got = timed(raw_query, store, did, v, exact=True)
+            exact_lat.append(dt)
+            exact_ids.append(got)
 
-    exhaustive = with_settings(store, claims, EXACT_MAX=10**9, PER_TERM=10**9, RARE_DF=10**9)[1]
-    deeper_lat, deeper = with_settings(store, claims, PER_TERM=256, RARE_DF=5000, CANDIDATES=40)
+    truth = exhaustive(store, did, claims)
+    deeper = {"PER_TERM": 2 * embedding.PER_TERM, "RARE_DF": 2 * embedding.RARE_DF,
+              "LEX_CANDIDATES": 2 * embedding.LEX_CANDIDATES, "CANDIDATES": 2 * embedding.CANDIDATES}
+    deeper_lat, deeper_top = with_settings(store, claims, **deeper)
 
     rng = random.Random(11)
     changed = rng.sample(range(args.n), max(1, args.n // 100))
@@ -180,7 +246,14 @@ def main() -> None:
 
     p50, raw50 = 1000 * statistics.median(lat), 1000 * statistics.median(raw_lat)
     ann50 = 1000 * statistics.median(ann_lat)
+    r_default, r_same = p50 / raw50, p50 / ann50
+    rec_default, rec_same = recall(raw_ids, exact_ids), recall(ann_ids, exact_ids)
     split = ", ".join(f"{k} {v:.1f} s" for k, v in (parts or {}).items())
+    knobs = ", ".join(f"{k} {v}" for k, v in deeper.items())
+
+    def verdict(r: float) -> str:
+        return f"{r:.2f}x ({'meets' if r <= TARGET else 'misses'} {TARGET:g}x)"
+
     lines = [
         f"{args.n:,} text items in one scope ({n_vec:,} vectors, 256-d); {len(claims)} SciFact claims as queries, "
         "k=10.",
@@ -189,21 +262,31 @@ def main() -> None:
         "| measure | value |",
         "| --- | --- |",
         f"| search() p50 / p95 | {p50:.2f} ms / {1000 * percentile(lat, 0.95):.2f} ms |",
-        f"| raw pgvector `ORDER BY embedding <=> q LIMIT 10` p50 (ef_search 40) | {raw50:.2f} ms |",
-        f"| ratio search() / raw p50 | {p50 / raw50:.2f}x |",
-        f"| raw pgvector at search()'s ef_search {ef} (iterative scan) p50 | {ann50:.2f} ms |",
-        f"| ratio search() / raw p50 at the same ef_search | {p50 / ann50:.2f}x |",
+        f"| raw pgvector `ORDER BY embedding <=> q LIMIT 10` p50, default ef_search 40 (recall@10 vs exact "
+        f"{rec_default:.3f}) | {raw50:.2f} ms |",
+        f"| raw pgvector p50 at search()'s ef_search {ef} (recall@10 vs exact {rec_same:.3f}) | {ann50:.2f} ms |",
+        f"| ratio search() / raw p50 at default ef_search 40 | {verdict(r_default)} |",
+        f"| ratio search() / raw p50 at the same ef_search {ef} | {verdict(r_same)} |",
         f"| exact (sequential) vector search p50 | {1000 * statistics.median(exact_lat):.2f} ms |",
-        f"| recall@10 HNSW as search() runs it (ef_search {ef}, iterative scan) vs exact | "
-        f"{recall(ann_ids, exact_ids):.3f} |",
-        f"| recall@10 HNSW at default ef_search 40 vs exact | {recall(raw_ids, exact_ids):.3f} |",
-        f"| recall@10 search() vs exhaustive search() (exact vectors, all postings) | {recall(top, exhaustive):.3f} |",
-        f"| the same with deeper candidates (PER_TERM 256, RARE_DF 5000, CANDIDATES 40): p50, recall | "
-        f"{1000 * statistics.median(deeper_lat):.2f} ms, {recall(deeper, exhaustive):.3f} |",
+        f"| recall@10 search() vs exhaustive (every item scored by the documented formula) | "
+        f"{recall(top, truth):.3f} |",
+        f"| the same with doubled candidates ({knobs}): p50, recall | "
+        f"{1000 * statistics.median(deeper_lat):.2f} ms, {recall(deeper_top, truth):.3f} |",
         f"| refit after 1% of items changed ({len(changed):,}; mode: {mode}), incl. that search | {fold_s:.1f} s |",
         f"| full refit (read postings, TF-IDF + SVD fit, COPY, HNSW build + swap) | {full_s:.1f} s ({split}) |",
     ]
-    lines += ["", NOTE]
+    met = [name for name, r in (("default ef_search 40", r_default), (f"the same ef_search {ef}", r_same))
+           if r <= TARGET]
+    lines += [
+        "",
+        f"The issue's {TARGET:g}x is against \"the raw pgvector query on the same vectors\" with recall@10 >= 0.95. "
+        f"The raw query has recall@10 {rec_default:.3f} at the default ef_search 40 and {rec_same:.3f} at "
+        f"ef_search {ef}, the setting search() runs with. search() p50 is {r_default:.2f}x the first and "
+        f"{r_same:.2f}x the second: the {TARGET:g}x target is "
+        + (f"met against {' and '.join(met)}." if met else "met against neither."),
+        "search() = one round trip: the domain state and the one ranking statement, pipelined (BM25 candidates from "
+        "the postings, the HNSW scan, exact rescoring of every candidate, the k documents).",
+    ]
     print("\n".join(lines))
     print(f"(store: {url.split('@')[-1]})")
     if not args.no_write:

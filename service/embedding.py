@@ -7,9 +7,11 @@ Scores are in [0, 1]: ``lex`` is BM25 over the item's surface (text, serialized 
 query's BM25 ceiling (every query term, saturated); ``cos`` is the cosine in the domain's embedding, clipped at
 0 (and below MIN_COS). A text item that has a vector scores ``DENSE_WEIGHT * cos + (1 - DENSE_WEIGHT) * lex``;
 every other item (structured items, and text items of a domain too small to fit an embedder) scores ``lex``.
-Candidates are the union of the BM25 top (read from each query term's PER_TERM strongest postings, so a very
-common term costs a bounded scan) and the nearest-neighbour top (HNSW, or an exact scan in small domains); every
-candidate is then rescored exactly and ranked by ``ORDER BY score DESC LIMIT k``. Zero scores are never returned.
+Candidates are the union of the lexical top LEX_CANDIDATES and the nearest-neighbour top CANDIDATES (HNSW, or an
+exact scan in small domains). The lexical top is ranked by the sum, over the postings read, of the term's idf times
+the posting's stored saturation ``imp`` (tf saturated at a fixed reference length); a rare term's postings are read
+whole, a common term's PER_TERM strongest only, so a very common term costs a bounded scan. Every candidate is then
+rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``. Zero scores are never returned.
 
 Non-text queries: the query is tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped).
 An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
@@ -19,8 +21,10 @@ is an empty domain.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
@@ -29,7 +33,7 @@ from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1, TS_CONFIG
 from projections.runner import catch_up_engine
 from service.items import MODALITIES, SubstrateItem
 from service.validation import InvalidArgument
-from service.vectors import VERSION, EmbedderState, embedder_state, refit
+from service.vectors import VERSION, EmbedderState, embedder_state, refit, state_from_row, state_statement
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -37,13 +41,22 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 DENSE_WEIGHT = 0.1  # tuned on SciFact train claims (bench/retrieval_quality.py); lexical evidence dominates
-CANDIDATES = 20  # per list (BM25 top, vector top); at least k. More did not help nDCG@10 on SciFact
-PER_TERM = 128  # strongest postings read per common query term
-RARE_DF = 2000  # a query term in at most this many items is read whole: rare terms are the discriminative ones
+# Candidate lists (each at least k) and posting depths: on bench/search.py (100k items) these give recall@10 0.91
+# against the exhaustive ranking, where the former 20 + 20 candidates over deeper reads (PER_TERM 128, RARE_DF 2000)
+# gave 0.90 for about twice the work; each candidate costs three index probes to rescore.
+LEX_CANDIDATES = 30
+CANDIDATES = 25
+PER_TERM = 32  # strongest postings read per common query term
+RARE_DF = 1000  # a query term in at most this many items is read whole: rare terms are the discriminative ones
 MAX_TERMS = 64  # highest-idf distinct query terms used (long queries, e.g. a whole item's text)
 EXACT_MAX = 2000  # domains with at most this many vectors are searched exactly (~1 ms), larger ones through HNSW
-HNSW_EF = 128  # hnsw.ef_search: recall@10 vs exact 0.93-0.96 at 100, 0.97 at 120 on 100k LSA vectors (bench/search.py)
+# hnsw.ef_search: recall@10 vs exact on 100k LSA vectors (two index builds): 0.94-0.95 at 64-80, 0.96 at 96,
+# 0.965-0.97 at 128 (bench/search.py)
+HNSW_EF = 128
 MAX_QUERY_CHARS = 100_000
+# Longer queries skip the pipelined round trip: psycopg's pipeline mode was seen to hang on statements of 1-2 MB
+# over the unix socket, so only small ones are pipelined (a query this long is no latency-bound lookup anyway).
+PIPELINE_MAX_QUERY = 8192
 MIN_COS = 0.05  # cosines below this are noise in a small learned space: they add nothing to a score
 
 _LEXICAL = """
@@ -58,23 +71,25 @@ WITH st AS (
   ORDER BY coalesce(f.df, 0) > 0 DESC, 3 DESC, q.term LIMIT :max_terms
 ), z AS (
   SELECT sum(idf) * (:k1 + 1) AS z FROM qw
+), qa AS MATERIALIZED (
+  SELECT array_agg(term) AS terms, array_agg(idf) AS idfs FROM qw
 ), lexc AS (
-  SELECT p.item_id FROM qw CROSS JOIN st CROSS JOIN {scopes} CROSS JOIN LATERAL (
-    SELECT t.item_id, t.tf, t.dl FROM item_terms t
+  SELECT p.item_id FROM qw CROSS JOIN {scopes} CROSS JOIN LATERAL (
+    SELECT t.item_id, t.imp FROM item_terms t
     WHERE t.scope = sc.scope AND t.term = qw.term AND (CAST(:kind AS text) IS NULL OR t.kind = :kind)
     ORDER BY t.imp DESC LIMIT CASE WHEN qw.df <= :rare_df THEN qw.df ELSE :per_term END) p
   WHERE qw.df > 0
   GROUP BY p.item_id
-  ORDER BY sum(qw.idf * p.tf / (p.tf + :k1 * (1 - :b + :b * p.dl / st.avgdl))) DESC, p.item_id
-  LIMIT :n
+  ORDER BY sum(qw.idf * p.imp) DESC, p.item_id
+  LIMIT :n_lex
 ){dense_ctes}, scored AS (
   SELECT c.item_id, {score} AS score
-  FROM cand c CROSS JOIN z CROSS JOIN st
+  FROM cand c CROSS JOIN z CROSS JOIN st CROSS JOIN qa
   CROSS JOIN LATERAL (SELECT sd.seq, sd.kind, sd.scope FROM search_docs sd WHERE sd.item_id = c.item_id OFFSET 0) i
   CROSS JOIN LATERAL (
-    SELECT sum(qw.idf * t.tf * (:k1 + 1) / (t.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl))) AS s
-    FROM item_terms t JOIN qw ON qw.term = t.term
-    WHERE t.item_id = c.item_id AND t.term = ANY(ARRAY(SELECT term FROM qw))
+    SELECT sum(qa.idfs[array_position(qa.terms, t.term)] * t.tf * (:k1 + 1)
+               / (t.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl))) AS s
+    FROM item_terms t WHERE t.item_id = c.item_id AND t.term = ANY(qa.terms)
   ) l {dense_join}
   WHERE (CAST(:kind AS text) IS NULL OR i.kind = :kind) {scope_i}
 ), top AS (
@@ -90,20 +105,23 @@ _CAND_LEX = ", cand AS (SELECT item_id FROM lexc)"
 _DENSE = """, qv AS (
   SELECT sum(e.vec) AS v FROM qw JOIN embedder_terms e ON e.domain_id = :did AND e.term = qw.term
 ), denc AS (
-  SELECT v.item_id FROM item_vectors v
+  SELECT v.item_id, v.item_seq, 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
   WHERE v.domain_id = :did AND (CAST(:kind AS text) IS NULL OR v.kind = :kind) AND (SELECT v FROM qv) IS NOT NULL
-  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n
+  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n_dense
 ), cand AS (
-  SELECT item_id FROM lexc UNION SELECT item_id FROM denc
+  SELECT item_id, item_seq, cos FROM denc
+  UNION ALL SELECT item_id, NULL, NULL FROM lexc WHERE item_id NOT IN (SELECT item_id FROM denc)
 )"""
-# A vector embedded at an older version of the item never counts (the item changed since: its old text).
+# A vector embedded at an older version of the item never counts (the item changed since: its old text). A nearest
+# neighbour brings its own; a lexical candidate's is looked up.
 _DENSE_JOIN = """
   LEFT JOIN LATERAL (
     SELECT 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
-    WHERE v.domain_id = :did AND v.item_id = c.item_id AND v.item_seq = i.seq OFFSET 0) d ON true"""
+    WHERE c.item_seq IS NULL AND v.domain_id = :did AND v.item_id = c.item_id AND v.item_seq = i.seq OFFSET 0) d
+  ON true CROSS JOIN LATERAL (SELECT CASE WHEN c.item_seq = i.seq THEN c.cos ELSE d.cos END AS cos) e"""
 _SCORE_DENSE = (
-    "CASE WHEN d.cos IS NULL THEN coalesce(l.s / z.z, 0) "
-    "ELSE :w * CASE WHEN d.cos >= :min_cos THEN d.cos ELSE 0 END + (1 - :w) * coalesce(l.s / z.z, 0) END"
+    "CASE WHEN e.cos IS NULL THEN coalesce(l.s / z.z, 0) "
+    "ELSE :w * CASE WHEN e.cos >= :min_cos THEN e.cos ELSE 0 END + (1 - :w) * coalesce(l.s / z.z, 0) END"
 )
 _SCORE_LEX = "coalesce(l.s / z.z, 0)"
 
@@ -126,6 +144,8 @@ def _compiled(sql: str) -> str:
     return str(text(sql).compile(dialect=psycopg_dialect()))
 
 
+# The OFFSET 0 fences keep every per-candidate lookup an index probe under the generic plan every search uses (see
+# vectors._STATE_FOR_SEARCH), where the planner cannot see how few candidates there are.
 _SQL = {(s, d, e): _sql(s, d, e) for s in (False, True) for d in (False, True) for e in (False, True)}
 
 
@@ -188,28 +208,101 @@ def search(store: Substrate, query: str, k: int, *, kind: str | None, scope: str
     if k == 0 or not q.strip() or not _storable(scope):
         return []
     domain = ALL_DOMAIN if scope is None else scope
-    n = max(k, CANDIDATES)
+    n_dense = max(k, CANDIDATES)
     params = {
-        "q": q, "k": k, "n": n, "kind": kind, "scope": scope, "domain": domain, "cfg": TS_CONFIG,
-        "k1": BM25_K1, "b": BM25_B, "w": DENSE_WEIGHT, "min_cos": MIN_COS, "per_term": max(PER_TERM, n),
-        "max_terms": MAX_TERMS, "rare_df": RARE_DF,
+        "q": q, "k": k, "n_lex": max(k, LEX_CANDIDATES), "n_dense": n_dense, "kind": kind, "scope": scope,
+        "domain": domain, "cfg": TS_CONFIG, "k1": BM25_K1, "b": BM25_B, "w": DENSE_WEIGHT, "min_cos": MIN_COS,
+        "per_term": max(PER_TERM, k), "max_terms": MAX_TERMS, "rare_df": RARE_DF,
     }
-    ef = min(max(n, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
+    ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
+    if len(q) <= PIPELINE_MAX_QUERY:
+        try:
+            return _pipelined_search(store, domain, ef, params)
+        except psycopg.Error:
+            pass  # the plain path below reports it (or recovers) the way every SQLAlchemy statement does
     for _ in range(3):
-        with store.engine.connect() as c:
+        with store.engine.begin() as c:
             state = embedder_state(c, domain, ef_search=ef)
             if state.fresh:
                 return _rank(c, state, params)
         refit(store.engine, domain)
-    with store.engine.connect() as c:  # a writer keeps dirtying the domain: rank with what is fitted
+    return _rank_as_fitted(store, domain, ef, params)
+
+
+def _pipelined_search(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
+    """search() with one round trip per attempt (see _pipelined); refits a stale domain up to 3 times."""
+    refits = 0
+    for _ in range(6):
+        state, hits = _pipelined(store, domain, ef, params)
+        if hits is not None:
+            return hits
+        if not state.fresh:
+            if refits == 3:
+                break
+            refit(store.engine, domain)
+            refits += 1
+        # else: fresh, but the domain asked for another statement variant than the one sent; it is known now
+    return _rank_as_fitted(store, domain, ef, params)
+
+
+def _rank_as_fitted(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
+    """A writer keeps dirtying the domain: rank with what is fitted."""
+    with store.engine.begin() as c:
         return _rank(c, embedder_state(c, domain, ef_search=ef), params)
 
 
+# Per engine and domain, the (domain_id, dense, exact) the last state of the domain asked for: the variant of the
+# ranking statement to send along with the state (a wrong guess only costs sending it again).
+_VARIANTS: weakref.WeakKeyDictionary[Any, dict[str, tuple[int | None, bool, bool]]] = weakref.WeakKeyDictionary()
+_MAX_VARIANTS = 4096
+
+
+def _variant(state: EmbedderState) -> tuple[int | None, bool, bool]:
+    return state.domain_id, state.dim > 0 and state.domain_id is not None, state.n_vectors <= EXACT_MAX
+
+
+def _pipelined(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> tuple[EmbedderState, Any]:
+    """BEGIN, the domain state (and settings), the ranking statement, COMMIT, in one round trip: (state, hits).
+
+    hits is None when the state is not fresh or asks for another variant than the one sent (nothing to use).
+    """
+    known = _VARIANTS.setdefault(store.engine, {})
+    guess = known.get(domain)
+    state_sql, state_params = state_statement(domain, ef)
+    raw = store.engine.raw_connection()
+    try:
+        dc: Any = raw.driver_connection
+        # Prepared at once (psycopg would wait for a 5th execution, and forgets them all at any rollback on the
+        # connection), and committed, not rolled back, for the same reason.
+        with dc.pipeline():
+            got_state = dc.execute(state_sql, state_params, prepare=True)
+            ranked = None
+            if guess is not None:
+                ranked = dc.execute(_SQL[(params["scope"] is not None, guess[1], guess[2])],
+                                    {**params, "did": guess[0]}, prepare=True)
+            dc.commit()
+        state = state_from_row(domain, got_state.fetchone())
+        rows = ranked.fetchall() if ranked is not None else []
+    except psycopg.OperationalError:
+        raw.invalidate()
+        raise
+    finally:
+        raw.close()
+    variant = _variant(state)
+    if known.get(domain) != variant:
+        if len(known) >= _MAX_VARIANTS:
+            known.clear()
+        known[domain] = variant
+    if not state.fresh or guess != variant:
+        return state, None
+    return state, _hits(rows)
+
+
 def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
-    dense = state.dim > 0 and state.domain_id is not None
-    exact = state.n_vectors <= EXACT_MAX
+    dense, exact = _variant(state)[1:]
     sql = _SQL[(params["scope"] is not None, dense, exact)]
-    # The OFFSET 0 fences keep every per-candidate lookup an index probe even under a generic plan (psycopg
-    # prepares statements it sees repeatedly), where the planner cannot see how few candidates there are.
-    rows = c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all()
+    return _hits(c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all())
+
+
+def _hits(rows: Any) -> list[tuple[Any, float]]:
     return [(SubstrateItem(**loads(doc)), float(score)) for doc, score in rows]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from sqlalchemy.engine import Connection, Engine
 
 from projections.embeddings import ALL_DOMAIN
@@ -26,7 +28,7 @@ from projections.embeddings import NAME as SEARCH_PROJECTOR
 from projections.jsonutil import dumps
 from projections.runner import catch_up_engine
 
-__all__ = ["DIM", "MIN_FIT_DOCS", "EmbedderState", "embedder_state", "refit"]
+__all__ = ["DIM", "MIN_FIT_DOCS", "EmbedderState", "embedder_state", "refit", "state_from_row", "state_statement"]
 
 DIM = 256  # the vector(256) columns of migration 0002; smaller fits are zero-padded (cosine is unchanged)
 MIN_FIT_DOCS = 10  # below this many text items a domain ranks lexically: too little text to learn from
@@ -75,22 +77,44 @@ class EmbedderState:
     fresh: bool
 
 
-# The same, plus (in the same round trip) this transaction's HNSW settings for the ranking statement that follows:
-# ef_search, and iterative scans for when a kind filter drops rows.
+# The same, plus (in the same round trip) this transaction's settings for the ranking statement that follows:
+# ef_search, iterative scans for when a kind filter drops rows, and generic plans. psycopg prepares a statement
+# from its 5th execution on a connection; the ranking statement fences every lookup into an index probe, so its
+# generic plan is the plan, and reusing it saves the ~1 ms the planner spends on it per search.
 # ``behind``: the lazy search projector has events to catch up on (see projections.runner.catch_up).
 _STATE_FOR_SEARCH = text(
     "SELECT d.changed_seq, d.n_text, e.domain_id, e.dim, e.n_vectors, e.fitted_seq, e.version, "
     "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "(SELECT coalesce(max(seq) FILTER (WHERE name <> :lazy), 0) > coalesce(max(seq) FILTER (WHERE name = :lazy), 0) "
-    " FROM checkpoints) "
+    " FROM checkpoints), "
+    "set_config('plan_cache_mode', 'force_generic_plan', true) "
     "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN search_domains d USING (domain) "
     "LEFT JOIN embedders e USING (domain)"
 )
+# search() sends it through the driver, in one pipeline with the ranking statement (service/embedding.py).
+_STATE_FOR_SEARCH_DRIVER = str(_STATE_FOR_SEARCH.compile(dialect=psycopg_dialect()))
 
 
 def embedder_state(conn: Connection, domain: str, *, ef_search: int = 40) -> EmbedderState:
-    """The domain's embedder and whether it was fitted at its current content; sets this transaction's ef_search."""
-    r = conn.execute(_STATE_FOR_SEARCH, {"domain": domain, "ef": str(ef_search), "lazy": SEARCH_PROJECTOR}).one()
+    """The domain's embedder and whether it was fitted at its current content; sets this transaction's ef_search.
+
+    Also makes the rest of the transaction use generic plans for prepared statements (the ranking statement).
+    """
+    return state_from_row(domain, conn.execute(_STATE_FOR_SEARCH, _state_params(domain, ef_search)).one())
+
+
+def state_statement(domain: str, ef_search: int) -> tuple[str, dict[str, Any]]:
+    """``embedder_state``'s statement in the driver's placeholders, and its parameters (to pipeline it)."""
+    return _STATE_FOR_SEARCH_DRIVER, _state_params(domain, ef_search)
+
+
+def _state_params(domain: str, ef_search: int) -> dict[str, Any]:
+    """The parameters of the state statement."""
+    return {"domain": domain, "ef": str(ef_search), "lazy": SEARCH_PROJECTOR}
+
+
+def state_from_row(domain: str, r: Sequence[Any]) -> EmbedderState:
+    """The EmbedderState of one row of the state statement."""
     changed, did, dim, n_vec, fitted, version, behind = r[0], r[2], r[3], r[4], r[5], r[6], r[9]
     fresh = not behind and (changed is None or (did is not None and fitted == changed and version == VERSION))
     return EmbedderState(domain, did, int(dim or 0), int(n_vec or 0), fresh)
