@@ -20,12 +20,22 @@ def _serve(args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; exit through SystemExit instead of dying from the
     # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
     signal.signal(signal.SIGTERM, _exit_on_signal)
-    app = create_app(lambda: open_store(args))
+    app = create_app(lambda: open_store(args), background=args.background_interval or None)
     # Never echo the URL: it may carry a password.
     where = "the --url/$SUBSTRATE_DATABASE_URL database" if args.url or _env_url() else (args.root or ".substrate")
     print(f"substrate: serving {where} on http://{args.host}:{args.port} (docs at /docs)", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     return 0
+
+
+def _interval(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not (seconds >= 0 and seconds < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _exit_on_signal(signum: int, frame: Any) -> None:
@@ -108,6 +118,9 @@ def register(sub: Any) -> None:
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn log level (default info)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false", help="do not log every request")
+    p.add_argument("--background-interval", type=_interval, default=2.0, metavar="SECONDS",
+                   help="how often a background thread brings the search postings and embedders up to date, so "
+                   "the first search after a burst of writes does not do it (default 2; 0 turns it off)")
     p.set_defaults(handler=_serve)
 
     p = sub.add_parser("token", help="HTTP bearer tokens", description="Create, list and revoke HTTP bearer tokens.")

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 
 from service import http_audit, http_ingest, http_items, http_search, http_share
+from service.background import BackgroundRunner
 from service.http_auth import current_caller
 from service.http_errors import install_handlers, problem_response
 from service.http_models import PROBLEM_RESPONSES, Health
@@ -33,8 +34,13 @@ never 403, so existence does not leak. Reads take `?as_of=<seq or ISO-8601 time>
 """
 
 
-def create_app(store: Substrate | Callable[[], Substrate], *, as_of_cache: int = 4) -> FastAPI:
-    """The ASGI app over ``store`` (kept open by the caller), or over ``store()`` opened at startup and closed after."""
+def create_app(
+    store: Substrate | Callable[[], Substrate], *, as_of_cache: int = 4, background: float | None = None
+) -> FastAPI:
+    """The ASGI app over ``store`` (kept open by the caller), or over ``store()`` opened at startup and closed after.
+
+    ``background``: run a BackgroundRunner with this interval (seconds) while the app is up.
+    """
     owned = callable(store) and not hasattr(store, "engine")
 
     @asynccontextmanager
@@ -42,9 +48,12 @@ def create_app(store: Substrate | Callable[[], Substrate], *, as_of_cache: int =
         if owned:
             app.state.store = await run_in_threadpool(store)  # type: ignore[operator]
         app.state.views = AsOfViews(app.state.store, size=as_of_cache)
+        runner = BackgroundRunner(app.state.store, interval=background).start() if background else None
         try:
             yield
         finally:
+            if runner is not None:
+                await run_in_threadpool(runner.stop)
             app.state.views.close()
             if owned:
                 app.state.store.close()
