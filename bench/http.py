@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -30,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
+from bench.results import replace_section  # noqa: E402
 from service import Substrate, SubstrateItem, ingest_documents  # noqa: E402
 from service.tokens import create_token  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 BEGIN, END = "<!-- bench/http.py:begin -->", "<!-- bench/http.py:end -->"
 SCIFACT = Path("/work/shared/data/scifact")
 SCOPE = "bench"
@@ -193,13 +192,6 @@ def report(args: argparse.Namespace, n_items: int, results: dict[str, dict[str, 
     return "\n".join(lines)
 
 
-def write_results(section: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    new = pattern.sub(lambda _: section, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(new)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=60.0, help="duration of each run (default 60)")
@@ -235,7 +227,7 @@ def main() -> None:
         if r["errors"]:
             print(f"{name}: {r['errors']} errors, first: {r['first_error']}", file=sys.stderr)
     if not args.no_write:
-        write_results(section)
+        replace_section(section, BEGIN, END)
 
 
 if __name__ == "__main__":

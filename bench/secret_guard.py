@@ -30,12 +30,12 @@ from typing import Any
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.results import replace_section  # noqa: E402
 from service.items import SubstrateItem  # noqa: E402
 from service.security import SecretPolicyError, _reference_scan, detect_secrets, guard_item  # noqa: E402
 from tests.unit.test_security_speed_equivalence import POSITIVES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- bench/secret_guard.py:begin -->", "<!-- bench/secret_guard.py:end -->"
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 _SENT = re.compile(r"(?<=[.!?])\s+")
@@ -213,15 +213,6 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(section: str) -> None:
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if BEGIN in old and END in old:
-        new = old[: old.index(BEGIN)] + section + old[old.index(END) + len(END) :]
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(new, encoding="utf-8")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clean", type=int, default=20000, help="clean texts (default 20000)")
@@ -233,7 +224,7 @@ def main() -> None:
     rows = run(args)
     section = report(args, rows)
     if not args.no_write:
-        write_results(section)
+        replace_section(section, BEGIN, END)
     if any(r["disagree"] for r in rows):
         sys.exit(1)
 
