@@ -22,7 +22,8 @@ log = logging.getLogger("substrate.background")
 
 
 class BackgroundRunner:
-    """A daemon thread that, every ``interval`` seconds, catches up the lazy projectors and refits stale domains."""
+    """A daemon thread that, once writes pause for ``interval`` seconds, catches up the lazy projectors and refits
+    stale domains (checked every ``interval``)."""
 
     def __init__(self, store: Substrate, *, interval: float = 2.0, refit: bool = True) -> None:
         if not interval > 0:
@@ -53,8 +54,15 @@ class BackgroundRunner:
             reindex(self.store)
 
     def _run(self) -> None:
+        last_head: int | None = None
         while not self._stop.wait(self.interval):
             try:
+                # Only once the writes have paused for an interval: under a steady write load the searches keep
+                # their domains current themselves, and a second worker would only contend with them for locks.
+                head = self.store.events.head()
+                if head != last_head:
+                    last_head = head
+                    continue
                 self.run_once()
             except Exception:  # noqa: BLE001 - a failed round is retried next time; requests do the work anyway
                 log.exception("background catch-up failed; retrying in %.1f s", self.interval)
