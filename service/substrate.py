@@ -59,6 +59,9 @@ class Substrate:
         self._owns_db = True
         self._db = _database or open_database(url=url, root=root)
         self.engine = self._db.engine
+        # Single-statement reads run in autocommit: one round trip instead of three (BEGIN, SELECT, ROLLBACK),
+        # and psycopg keeps its prepared statements, which it drops at every rollback.
+        self._reads = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.events = EventStore(self.engine)
         self.position = 0  # the log position of this handle's last write
         self.read_only = False
@@ -190,7 +193,7 @@ class Substrate:
 
     # ----------------------------------------------------------------- reads
     def _row(self, item_id: str) -> tuple[SubstrateItem, int] | None:
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             row = c.execute(text("SELECT doc::text, version FROM items WHERE id = :id"), {"id": item_id}).first()
         return None if row is None else (_item_from_doc(row[0]), int(row[1]))
 
@@ -198,7 +201,7 @@ class Substrate:
         """A defensive copy of the stored item, or None."""
         if not isinstance(item_id, str):
             return None
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             doc = c.execute(text("SELECT doc::text FROM items WHERE id = :id"), {"id": item_id}).scalar()
         return None if doc is None else _item_from_doc(doc)
 
@@ -206,7 +209,7 @@ class Substrate:
         """The stored items among ``ids`` (one query), keyed by id."""
         if not ids:
             return {}
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             rows = c.execute(
                 text("SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))"), {"ids": list(ids)}
             ).all()
@@ -250,20 +253,20 @@ class Substrate:
             where.append("scope = ANY(CAST(:scopes AS text[]))")
             params["scopes"] = list(scopes)
         sql = text(f"SELECT doc::text, pos FROM items WHERE {' AND '.join(where)} ORDER BY pos LIMIT :lim")
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             rows = c.execute(sql, params).all()
         page = rows[:limit]
         nxt = int(page[-1][1]) if len(rows) > limit else None
         return [_item_from_doc(doc) for doc, _ in page], nxt
 
     def __len__(self) -> int:
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             return int(c.execute(text("SELECT count(*) FROM items")).scalar_one())
 
     def __contains__(self, item_id: object) -> bool:
         if not isinstance(item_id, str):
             return False
-        with self.engine.connect() as c:
+        with self._reads.connect() as c:
             return c.execute(text("SELECT 1 FROM items WHERE id = :id"), {"id": item_id}).first() is not None
 
     # ----------------------------------------------------------------- search
