@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from service.db import reader
 from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
 from service.retry import retries
@@ -143,7 +144,7 @@ class _LivePolicy(AccessPolicy):
     def _granted(self, principal: str, scope: str, mode: str) -> bool:
         column = "can_read" if mode == "read" else "can_write"
         sql = text(f"SELECT {column} FROM grants WHERE principal = :p AND scope = :s")
-        with self._store.engine.connect() as c:
+        with reader(self._store.engine).connect() as c:
             return bool(c.execute(sql, {"p": principal, "s": scope}).scalar())
 
     def readable(self, principal: str, scopes: Iterable[str]) -> set[str]:
@@ -151,7 +152,7 @@ class _LivePolicy(AccessPolicy):
         p = require_name(principal, "principal")
         out = {s for s in wanted if _intrinsic(p, require_name(s, "scope"))}
         sql = text("SELECT scope FROM grants WHERE principal = :p AND can_read AND scope = ANY(CAST(:s AS text[]))")
-        with self._store.engine.connect() as c:
+        with reader(self._store.engine).connect() as c:
             out.update(r[0] for r in c.execute(sql, {"p": p, "s": sorted(wanted - out)}))
         return out
 

@@ -158,6 +158,18 @@ def _refuse_nul(conn: object, cursor: object, statement: str, parameters: object
         raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
 
 
+_READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def reader(engine: Engine) -> Engine:
+    """``engine`` in autocommit, for single-statement reads: one round trip instead of BEGIN, SELECT, ROLLBACK,
+    and psycopg keeps its prepared statements (it drops them at every rollback)."""
+    found = _READERS.get(engine)
+    if found is None:
+        found = _READERS[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return found
+
+
 def guard_parameters(engine: Engine) -> Engine:
     """Refuse NUL characters in any bound text before it reaches PostgreSQL (a typed error, not a DataError)."""
     event.listen(engine, "before_cursor_execute", _refuse_nul)

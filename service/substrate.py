@@ -12,7 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from projections import loads
-from service.db import Database, open_database
+from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.eventstore import ChainReport, EventStore
@@ -59,9 +59,7 @@ class Substrate:
         self._owns_db = True
         self._db = _database or open_database(url=url, root=root)
         self.engine = self._db.engine
-        # Single-statement reads run in autocommit: one round trip instead of three (BEGIN, SELECT, ROLLBACK),
-        # and psycopg keeps its prepared statements, which it drops at every rollback.
-        self._reads = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._reads = reader(self.engine)  # single-statement reads: autocommit (see service.db.reader)
         self.events = EventStore(self.engine)
         self.position = 0  # the log position of this handle's last write
         self.read_only = False

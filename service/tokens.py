@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from service.access import PUBLIC
+from service.db import reader
 from service.validation import InvalidArgument, require_name
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def authenticate(store: Substrate, token: str) -> Principal | None:
     """The principal a live bearer token belongs to, with its readable/writable scopes; None for any bad token."""
     if not isinstance(token, str) or not token.startswith(_PREFIX) or len(token) > _MAX_TOKEN:
         return None
-    with store.engine.connect() as c:
+    with reader(store.engine).connect() as c:
         row = c.execute(_AUTH, {"h": _digest(token)}).first()
     if row is None:
         return None
