@@ -221,16 +221,7 @@ class Substrate:
         self, *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
     ) -> Iterator[SubstrateItem]:
         """Stream the stored items in insertion order (filters applied in SQL)."""
-        where, params = ["TRUE"], {}
-        if kind is not None:
-            where.append("kind = :kind")
-            params["kind"] = kind
-        if scope is not None:
-            where.append("scope = :scope")
-            params["scope"] = scope
-        if scopes is not None:
-            where.append("scope = ANY(CAST(:scopes AS text[]))")
-            params["scopes"] = list(scopes)
+        where, params = _item_filters(kind=kind, scope=scope, scopes=scopes)
         sql = text(f"SELECT doc::text FROM items WHERE {' AND '.join(where)} ORDER BY pos")
         with self.engine.connect() as c:
             for (doc,) in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
@@ -243,13 +234,9 @@ class Substrate:
         require_count(after, "after")
         if require_count(limit, "limit") == 0:
             return [], None
-        where, params = ["pos > :after"], {"after": after, "lim": limit + 1}
-        if kind is not None:
-            where.append("kind = :kind")
-            params["kind"] = kind
-        if scopes is not None:
-            where.append("scope = ANY(CAST(:scopes AS text[]))")
-            params["scopes"] = list(scopes)
+        where, params = _item_filters(kind=kind, scopes=scopes)
+        where.append("pos > :after")
+        params.update(after=after, lim=limit + 1)
         sql = text(f"SELECT doc::text, pos FROM items WHERE {' AND '.join(where)} ORDER BY pos LIMIT :lim")
         with self._reads.connect() as c:
             rows = c.execute(sql, params).all()
@@ -316,3 +303,20 @@ class Substrate:
     def verify_chain(self) -> ChainReport:
         """Re-walk the hash chain and every content address."""
         return self.events.verify_chain()
+
+
+def _item_filters(
+    *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
+) -> tuple[list[str], dict[str, Any]]:
+    """The WHERE terms (always at least one) and parameters of an items listing filtered in SQL."""
+    where, params = ["TRUE"], {}
+    if kind is not None:
+        where.append("kind = :kind")
+        params["kind"] = kind
+    if scope is not None:
+        where.append("scope = :scope")
+        params["scope"] = scope
+    if scopes is not None:
+        where.append("scope = ANY(CAST(:scopes AS text[]))")
+        params["scopes"] = list(scopes)
+    return where, params
