@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import errors as pg_errors
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -46,6 +49,23 @@ _INSERT_ONE = (
     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
     "SELECT recorded_at FROM e"
 )
+# The single-event append as one autocommit statement, a compare-and-set on the chain head: ``h`` takes the
+# log_head row lock (the chain lock) only if the head is still the one the event was addressed against and the
+# stream is still at the version it was numbered from. A writer that had to wait for another append finds the
+# head moved (PostgreSQL re-checks the WHERE on the newer row), so ``h`` and ``e`` are empty and
+# substrate_appended (migration 0007) voids the whole statement, projector CTEs included; the caller then takes
+# the locked path. Holding the row lock until commit serializes appends exactly as the locked path does.
+_INSERT_CAS = (
+    "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1 AND seq = :after "
+    " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current RETURNING seq), "
+    "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
+    " SELECT h.seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev FROM h "
+    " RETURNING recorded_at), "
+    "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
+    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
+    "SELECT substrate_appended((SELECT recorded_at FROM e))"
+)
+_RACED = "SB409"  # substrate_appended's SQLSTATE
 # A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
 _BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
@@ -90,11 +110,39 @@ class ChainReport:
         }
 
 
+class _Hints:
+    """What this process last saw of the log: the head and recent stream versions (guesses for the CAS append)."""
+
+    __slots__ = ("head", "versions")
+    _MAX_STREAMS = 50_000
+
+    def __init__(self) -> None:
+        self.head: tuple[int, str | None] | None = None
+        self.versions: dict[str, int] = {}
+
+    def saw(self, stored: Sequence[StoredEvent]) -> None:
+        if len(self.versions) > self._MAX_STREAMS:
+            self.versions.clear()
+        for s in stored:
+            self.versions[s.stream] = s.version
+        last = stored[-1]
+        if self.head is None or last.seq > self.head[0]:
+            self.head = (last.seq, last.event_id)
+
+
+# One set of hints per engine (per database), shared by every handle on it; stale hints only cost a retry.
+_HINTS: weakref.WeakKeyDictionary[Engine, _Hints] = weakref.WeakKeyDictionary()
+
+
 class EventStore:
     """Appends events in one transaction (chain lock, version check, insert, inline projection) and reads them."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        hints = _HINTS.get(engine)
+        if hints is None:
+            hints = _HINTS[engine] = _Hints()
+        self._hints = hints
 
     def append(
         self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None
@@ -104,6 +152,10 @@ class EventStore:
             return []
         if conn is not None:
             return self._append(conn, events, principal)
+        if len(events) == 1:
+            fast = self._append_cas(events[0], principal)
+            if fast is not None:
+                return [fast]
         try:
             with self.engine.begin() as c:
                 return self._append(c, events, principal)
@@ -114,44 +166,52 @@ class EventStore:
                 raise ConcurrencyError(events[0].stream, events[0].expected_version or 0) from None
             raise
 
+    def _append_cas(self, e: NewEvent, principal: str) -> StoredEvent | None:
+        """One event in one autocommit round trip (see _INSERT_CAS), or None when the locked path must do it."""
+        head = self._hints.head
+        if head is None:
+            return None
+        type_name, data = _type_and_data(e)
+        current = e.expected_version if e.expected_version is not None else self._hints.versions.get(e.stream, 0)
+        s = _stamp(e, type_name, data, principal, head[0] + 1, current + 1, head[1])
+        plans = plan_events([s])
+        if plans is None:
+            return None
+        params = {**_row(s), "names": _names_array(), "after": head[0], "current": current}
+        sql = _with_plans(_INSERT_CAS, plans, params)
+        with _autocommit(self.engine) as raw:
+            try:
+                recorded = _fetch_one(raw, sql, params)[0]
+            except pg_errors.DatabaseError as exc:
+                if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
+                    return None
+                raise
+        stored = _with_time(s, recorded)
+        self._hints.saw([stored])
+        return stored
+
     def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
-        prepared = [
-            (
-                e,
-                e.event.type_name,
-                e.event.to_data() if e.normalized else normalize_json(e.event.to_data(), e.event.type_name),
-            )
-            for e in events
-        ]
+        prepared = [(e, *_type_and_data(e)) for e in events]
         # Appends are serialized on the single log_head row: while we hold it, nobody else can append, so
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
         # `seq > n` therefore never skips an event that commits late.
         streams = sorted({e.stream for e in events})
-        seq, prev, seen, versions_json = _fetch_one(conn, _LOCK_HEAD_SQL, {"streams": streams})
+        raw = _driver(conn)
+        seq, prev, seen, versions_json = _fetch_one(raw, _LOCK_HEAD_SQL, {"streams": streams})
         if seen != seq:  # another append committed after this statement's snapshot: read the versions anew
-            versions_json = _fetch_one(conn, _VERSIONS_SQL, {"streams": streams})[0]
+            versions_json = _fetch_one(raw, _VERSIONS_SQL, {"streams": streams})[0]
         versions: dict[str, int] = loads(versions_json)
+        self._hints.head = (seq, prev)
         stored: list[StoredEvent] = []
         for e, type_name, data in prepared:
             current = versions.get(e.stream, 0)
             if e.expected_version is not None and e.expected_version != current:
+                self._hints.versions[e.stream] = current
                 raise ConcurrencyError(e.stream, e.expected_version)
-            version = current + 1
-            versions[e.stream] = version
             seq += 1
-            event_id = event_address(
-                stream=e.stream,
-                version=version,
-                type=type_name,
-                data=data,
-                principal=principal,
-                scope=e.scope,
-                prev=prev,
-            )
-            stored.append(
-                StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev)
-            )
-            prev = event_id
+            versions[e.stream] = current + 1
+            stored.append(_stamp(e, type_name, data, principal, seq, current + 1, prev))
+            prev = stored[-1].event_id
         if len(stored) == 1:
             plans = plan_events(stored)
             stored = [self._insert_one(conn, stored[0], plans or [])]
@@ -161,15 +221,12 @@ class EventStore:
             stored = self._insert(conn, stored)
             conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
             apply_events(conn, stored)
+        self._hints.saw(stored)
         return stored
 
     def _insert_one(self, conn: Connection, s: StoredEvent, plans: Sequence[Statement]) -> StoredEvent:
-        params: dict[str, Any] = {**_row(s), "names": projector_names()}
-        ctes = []
-        for i, (sql, values) in enumerate(plans):
-            ctes.append(_cte(i, sql))
-            params.update({f"p{i}_{k}": v for k, v in values.items()})
-        recorded = _fetch_one(conn, _INSERT_ONE.format(projections="".join(ctes)), params)[0]
+        params: dict[str, Any] = {**_row(s), "names": _names_array()}
+        recorded = _fetch_one(_driver(conn), _with_plans(_INSERT_ONE, plans, params), params)[0]
         return _with_time(s, recorded)
 
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
@@ -300,22 +357,76 @@ class EventStore:
         return ChainReport(count, True, head=expected_prev)
 
 
+@functools.cache
+def _names_array() -> str:
+    """The inline projectors' names as one text[] literal (a str binds faster than a list)."""
+    return "{" + ",".join(projector_names()) + "}"
+
+
+def _type_and_data(e: NewEvent) -> tuple[str, dict[str, Any]]:
+    """The event's type name and its normalized data."""
+    type_name = e.event.type_name
+    return type_name, (e.event.to_data() if e.normalized else normalize_json(e.event.to_data(), type_name))
+
+
+def _stamp(
+    e: NewEvent, type_name: str, data: dict[str, Any], principal: str, seq: int, version: int, prev: str | None
+) -> StoredEvent:
+    """The event as it will be stored at ``seq``/``version`` after ``prev``, with its content address."""
+    event_id = event_address(
+        stream=e.stream, version=version, type=type_name, data=data, principal=principal, scope=e.scope, prev=prev
+    )
+    return StoredEvent(seq, e.stream, version, type_name, data, principal, e.scope, None, event_id, prev)
+
+
+def _with_plans(sql: str, plans: Sequence[Statement], params: dict[str, Any]) -> str:
+    """``sql`` with each planned projector statement as a further CTE; their parameters go into ``params``."""
+    ctes = []
+    for i, (plan_sql, values) in enumerate(plans):
+        ctes.append(_cte(i, plan_sql))
+        params.update({f"p{i}_{k}": v for k, v in values.items()})
+    return sql.format(projections="".join(ctes))
+
+
 @functools.lru_cache(maxsize=256)
 def _cte(i: int, sql: str) -> str:
     """A planned statement as the i-th CTE, its parameters prefixed (``p{i}_``) so that none can collide."""
     return f", p{i} AS ({_BIND.sub(lambda m: f':p{i}_{m.group(1)}', sql)})"
 
 
-def _fetch_one(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
-    """Run one statement of the append path on the transaction's own psycopg connection; its single row.
+def _driver(conn: Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy one (its transaction included)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    return raw  # type: ignore[no-any-return]
 
-    The two statements every append runs skip SQLAlchemy's per-execute work (about 50 us each); the NUL guard
+
+@contextlib.contextmanager
+def _autocommit(engine: Engine) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled psycopg connection in autocommit for one statement (no SQLAlchemy Connection around it)."""
+    fairy = engine.raw_connection()
+    try:
+        raw = fairy.driver_connection
+        raw.autocommit = True  # type: ignore[union-attr]
+        try:
+            yield raw  # type: ignore[misc]
+        finally:
+            raw.autocommit = False  # type: ignore[union-attr]
+    except psycopg.OperationalError:
+        fairy.invalidate()  # a broken connection must not go back to the pool
+        raise
+    finally:
+        fairy.close()
+
+
+def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    """Run one statement of the append path on a psycopg connection (SQLAlchemy's own under a transaction); its row.
+
+    The statements every append runs skip SQLAlchemy's per-execute work (about 50 us each); the NUL guard
     that SQLAlchemy executions get (service.db) is applied here too.
     """
     if has_nul(params):
         raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
-    raw = conn.connection.driver_connection
-    assert raw is not None
     with raw.cursor() as cur:
         cur.execute(_psycopg_sql(sql), params)
         row = cur.fetchone()

@@ -121,3 +121,55 @@ def test_batched_replay_matches_event_by_event_for_remove_and_reput(store: Subst
         _, live = table_digests(c)
     assert rebuild(store.engine).digests == live
     assert [(i.id, i.text) for i in store.all()] == [(b, "b2"), (a, "a again"), ("d", "dup2")]
+
+
+def _checkpoint_seqs(store: Substrate) -> set[int]:
+    with store.engine.connect() as c:
+        return {int(r[0]) for r in c.execute(text("SELECT seq FROM checkpoints WHERE name <> 'search'"))}
+
+
+def test_one_statement_append_that_lost_the_race_writes_nothing(store: Substrate) -> None:
+    from service import SubstrateItem
+
+    store.add("text", "mine")  # this engine now knows the head (seq 1)
+    other = Substrate(url=store.url)  # another engine: its append moves the head behind our back
+    try:
+        other.add("text", "theirs")
+    finally:
+        other.close()
+    item = SubstrateItem(kind="text", text="raced", id="raced").to_json()
+    event = NewEvent(stream="raced", event=ItemPut(item=item), scope="local")
+    assert store.events._append_cas(event, "p") is None  # the compare-and-set missed: statement voided
+    assert store.events.head() == 2 and store.get("raced") is None and len(store) == 2
+    assert _checkpoint_seqs(store) == {2}
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM revisions")).scalar_one() == 2
+    store.put(SubstrateItem(kind="text", text="raced", id="raced"))  # falls back to the locked path
+    assert store.events.head() == 3 and store.get("raced").text == "raced"  # type: ignore[union-attr]
+    assert _checkpoint_seqs(store) == {3}
+    assert verify_store(store).ok
+
+
+def test_put_over_an_item_another_engine_wrote_takes_the_next_version(store: Substrate) -> None:
+    from service import SubstrateItem
+
+    store.add("text", "warm the head")
+    other = Substrate(url=store.url)
+    try:
+        other.put(SubstrateItem(kind="text", text="v1", id="shared"))
+        other.update("shared", text="v2")
+    finally:
+        other.close()
+    store.put(SubstrateItem(kind="text", text="v3", id="shared"))  # this engine guessed version 0: retried
+    store.update("shared", text="v4")
+    assert [e.version for e in store.events.read(stream="shared")] == [1, 2, 3, 4]
+    assert store.get("shared").text == "v4"  # type: ignore[union-attr]
+    assert verify_store(store).ok
+
+
+def test_single_stale_event_gets_concurrency_error_and_writes_nothing(store: Substrate) -> None:
+    i = store.add("text", "a")
+    stale = NewEvent(stream=i, event=ItemPut(item=store.get(i).to_json()), scope="local", expected_version=0)  # type: ignore[union-attr]
+    with pytest.raises(ConcurrencyError):
+        store.events.append([stale], "p")
+    assert store.events.head() == 1 and _checkpoint_seqs(store) == {1}
