@@ -227,6 +227,8 @@ def report(args: argparse.Namespace) -> str:
         BEGIN,
         "## Ingest (`bench/ingest.py`)",
         "",
+        f"Command: `python -m bench.ingest --n {args.n} --reingest {args.reingest}`",
+        "",
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end), "
         f"embedded PostgreSQL; {args.n:,} short documents (~90 bytes each, streamed from a generator).",
         "",
