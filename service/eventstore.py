@@ -56,7 +56,8 @@ _INSERT_ONE = (
 # substrate_appended (migration 0007) voids the whole statement, projector CTEs included; the caller then takes
 # the locked path. Holding the row lock until commit serializes appends exactly as the locked path does.
 _INSERT_CAS = (
-    "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1 AND seq = :after "
+    "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id "
+    " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev "
     " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current RETURNING seq), "
     "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
     " SELECT h.seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev FROM h "
