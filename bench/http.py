@@ -172,6 +172,9 @@ def report(args: argparse.Namespace, n_items: int, results: dict[str, dict[str, 
         BEGIN,
         "## HTTP API (`bench/http.py`)",
         "",
+        f"Command: `python -m bench.http --seconds {args.seconds:g} --clients {args.clients} --items {args.items} "
+        f"--write-ratio {args.write_ratio:g}`",
+        "",
         f"{args.clients} concurrent clients for {args.seconds:.0f} s each, {1 - args.write_ratio:.0%} search "
         f"(k=10, one scope) / {args.write_ratio:.0%} writes (one text item each), over {n_items:,} seeded SciFact "
         f"abstracts; {os.cpu_count()} CPUs, client, server and the embedded PostgreSQL on the same machine. "
