@@ -53,7 +53,7 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}")
 _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 # What docs write where a password goes ("https://user:password@host"): a word, not a credential.
-_PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword"})
+_PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "value", "token"})
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,64}(?:_[A-Z0-9]{1,64}){1,16}")
 _KEYWORD = (
     r"(?:pass(?:word|wd|phrase)|pwd|secret|token|auth|apikey"
@@ -193,9 +193,8 @@ def _mixed(_m: re.Match[str], secret: str) -> bool:
 
 
 def _url_check(m: re.Match[str], secret: str) -> bool:
-    if secret.lower() in _PLACEHOLDER_WORDS:
-        return False
-    return not (is_placeholder(m.group("user")) or is_placeholder(m.group("host")))
+    # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
+    return secret.lower() not in _PLACEHOLDER_WORDS
 
 
 def _basic_check(_m: re.Match[str], secret: str) -> bool:
@@ -421,6 +420,74 @@ RULES: tuple[Rule, ...] = (
         anchors=(r"_(?<=shpat_|shpss_|shpca_|shppa_)",),
     ),
     Rule("atlassian_api_token", _regex(_L + r"ATATT3[A-Za-z0-9_\-=]{50,400}+"), anchors=("ATATT3",)),
+    Rule("gcp_oauth_client_secret", _regex(_L + r"GOCSPX-[A-Za-z0-9_\-]{28}" + _RD), anchors=(r"-(?<=GOCSPX-)",)),
+    Rule("digitalocean_token", _regex(_L + r"do[por]_v1_[a-f0-9]{64}" + _R), anchors=(r"_(?<=do[por]_)v1_",)),
+    Rule(
+        "grafana_token",
+        _regex(_L + r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _R, _L + r"glc_[A-Za-z0-9+/]{32,400}+={0,2}+"),
+        anchors=(r"_(?<=glsa_)", r"_(?<=glc_)"),
+    ),
+    Rule(
+        "vault_token",
+        _regex(_L + r"hv[sbr]\.[A-Za-z0-9_\-]{24,255}+" + _RD, check=_mixed),
+        anchors=(r"\.(?<=hv[sbr]\.)",),
+    ),
+    Rule(
+        "terraform_cloud_token",
+        _regex(_L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,100}+"),
+        anchors=(r"\.atlasv1\.",),
+    ),
+    Rule("age_secret_key", _regex(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"), anchors=("AGE-SECRET-KEY-1",)),
+    Rule("linear_api_key", _regex(_L + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _R), anchors=(r"_(?<=lin_)(?:api|oauth)_",)),
+    Rule(
+        "notion_token",
+        _regex(_L + r"secret_[A-Za-z0-9]{43}" + _R, _L + r"ntn_[0-9]{11}[A-Za-z0-9]{35}" + _R, check=_mixed),
+        anchors=(r"_(?<=secret_)", r"_(?<=ntn_)"),
+    ),
+    Rule(
+        "doppler_token",
+        _regex(_L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _R),
+        anchors=(r"\.(?<=dp\.)(?:pt|st|sa|ct|scim|audit)\.",),
+    ),
+    Rule("postman_api_key", _regex(_L + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _R), anchors=("PMAK-",)),
+    Rule("pulumi_token", _regex(_L + r"pul-[a-f0-9]{40}" + _R), anchors=(r"-(?<=pul-)",)),
+    Rule("dynatrace_token", _regex(_L + r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}" + _R), anchors=(r"\.(?<=dt0c01\.)",)),
+    Rule(
+        "mapbox_secret_token",
+        _regex(_L + r"sk\.eyJ[A-Za-z0-9_\-]{20,400}+\.[A-Za-z0-9_\-]{20,100}+" + _RD),
+        anchors=(r"\.(?<=sk\.)eyJ",),
+    ),
+    Rule(
+        "okta_api_token",
+        _regex(r"(?<![A-Za-z0-9])SSWS[ \t]{1,8}+(?P<s>[A-Za-z0-9_\-]{40,42})" + _RD, check=_mixed),
+        anchors=(r"SSWS[ \t]",),
+    ),
+    Rule(
+        "firebase_cloud_messaging_key",
+        _regex(_L + r"AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200}+"),
+        anchors=(r":APA91b",),
+    ),
+    Rule("sentry_auth_token", _regex(_L + r"sntry[us]_[A-Za-z0-9+/=_]{40,400}+"), anchors=(r"_(?<=sntry[us]_)",)),
+    Rule(
+        "heroku_api_key",
+        _regex(
+            _L + r"HRKU-[A-Za-z0-9_\-]{60}" + _RD,
+            r"(?i:heroku[\w.\-]{0,20}?(?:api[_.\-]?key|token|secret))" + _SEP + r"(?P<s>" + _UUID.pattern + r")" + _R,
+        ),
+        anchors=("HRKU-",),
+        keywords=("key", "token", "secret"),
+    ),
+    # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
+    Rule(
+        "sql_password",
+        _regex(
+            r"(?i:(?<![A-Za-z0-9_])(?:identified[ \t]{1,8}+by"
+            r"|(?:create|alter)[ \t]{1,8}+(?:user|role)[ \t]{1,8}+[^\s;']{1,128}+(?:[ \t]{1,8}+[a-z_]{1,32}+){0,6}?"
+            r"[ \t]{1,8}+password))[ \t]{1,8}+'(?P<s>[^'\s]{4,256}+)'",
+            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
+        ),
+        anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')"),
+    ),
     Rule(
         "jwt",
         _regex(
@@ -455,9 +522,12 @@ RULES: tuple[Rule, ...] = (
         _regex(
             r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{1,64}+:(?P<s>[^\s'\"$]{4,256}+)",
             r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"$-][^\s'\"$]{3,255}+)",
+            # docker login [-u user] -p value (also podman, helm registry login, ...)
+            r"(?<![\w-])login(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"
+            r"(?P<s_p>[^\s'\"$-][^\s'\"$]{3,255}+)",
             check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
         ),
-        anchors=(r"-u[ \t=]", r"--user[ \t=]", r"--basic-auth[ \t=]", "--pass"),
+        anchors=(r"-u[ \t=]", r"--user[ \t=]", r"--basic-auth[ \t=]", "--pass", r"-p[ \t=]"),
     ),
     Rule(
         "sensitive_assignment",
