@@ -477,6 +477,91 @@ RULES: tuple[Rule, ...] = (
         anchors=("HRKU-",),
         keywords=("key", "token", "secret"),
     ),
+    Rule(
+        "ai_provider_key",
+        _regex(
+            _L + r"gsk_[A-Za-z0-9]{48,56}" + _R,  # Groq
+            _L + r"pplx-[A-Za-z0-9]{40,56}" + _R,  # Perplexity
+            _L + r"xai-[A-Za-z0-9]{70,90}" + _R,  # xAI
+            _L + r"r8_[A-Za-z0-9]{37}" + _R,  # Replicate
+            check=_mixed,
+        ),
+        anchors=(r"_(?<=gsk_)", r"-(?<=pplx-)", r"-(?<=xai-)", r"_(?<=r8_)"),
+    ),
+    Rule(
+        "google_oauth_token",
+        _regex(_L + r"ya29\.[0-9A-Za-z_\-]{30,2048}+" + _RD, _L + r"1//0[0-9A-Za-z_\-]{40,512}+" + _RD, check=_mixed),
+        anchors=(r"\.(?<=ya29\.)", r"/(?<=1/)/0"),
+    ),
+    Rule(
+        "facebook_access_token",
+        _regex(_L + r"EAA[A-Za-z0-9]{90,512}+" + _R, check=_mixed),
+        anchors=("EAA",),
+    ),
+    Rule(
+        "azure_ad_client_secret",
+        _regex(
+            r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])", check=_mixed
+        ),
+        anchors=(r"~(?<=\dQ~)",),
+    ),
+    Rule(
+        "mailchimp_api_key",
+        _regex(r"(?<![A-Za-z0-9_\-])[0-9a-f]{32}-us\d{1,2}" + _R),
+        anchors=(r"-(?<=[0-9a-f]-)us[0-9]",),
+    ),
+    Rule(
+        "airtable_token",
+        _regex(_L + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _R),
+        anchors=(r"\.(?<=pat[A-Za-z0-9]{14}\.)",),
+    ),
+    # Developer platforms whose tokens carry a fixed prefix.
+    Rule(
+        "platform_token",
+        _regex(
+            _L + r"dckr_pat_[A-Za-z0-9_\-]{27,40}+" + _RD,  # Docker Hub
+            _L + r"rubygems_[a-f0-9]{48}" + _R,  # RubyGems
+            _L + r"sq[pua]_[a-f0-9]{40}" + _R,  # SonarQube
+            _L + r"bkua_[a-f0-9]{40}" + _R,  # Buildkite
+            _L + r"sbp_[a-f0-9]{40}" + _R,  # Supabase
+            _L + r"sb_secret_[A-Za-z0-9_\-]{30,64}+" + _RD,  # Supabase secret keys
+            _L + r"figd_[A-Za-z0-9_\-]{40,64}+" + _RD,  # Figma
+            _L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.]{32,64}+",  # PlanetScale
+            _L + r"nfp_[A-Za-z0-9]{36}" + _R,  # Netlify
+            _L + r"fo1_[A-Za-z0-9_\-]{43}" + _RD,  # Fly.io
+            _L + r"rnd_[A-Za-z0-9]{32}" + _R,  # Render
+            _L + r"CFPAT-[A-Za-z0-9_\-]{43}" + _RD,  # Contentful
+            _L + r"aio_[A-Za-z0-9]{28}" + _R,  # Adafruit IO
+            _L + r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}" + _R,  # CircleCI
+            _L + r"rdme_[a-z0-9]{70}" + _R,  # ReadMe
+            _L + r"tfp_[A-Za-z0-9_\-.]{44,59}+" + _RD,  # Typeform
+            _L + r"shippo_live_[a-f0-9]{40}" + _R,  # Shippo
+            _L + r"rzp_live_[A-Za-z0-9]{14}" + _R,  # Razorpay
+            _L + r"FLWSECK-[a-f0-9]{32}-X" + _R,  # Flutterwave
+            check=_mixed,
+        ),
+        anchors=(
+            r"_(?<=dckr_)pat_",
+            r"_(?<=rubygems_)",
+            r"_(?<=sq[pua]_)",
+            r"_(?<=bkua_)",
+            r"_(?<=sbp_)",
+            r"_(?<=sb_)secret_",
+            r"_(?<=figd_)",
+            r"_(?<=pscale_)",
+            r"_(?<=nfp_)",
+            r"_(?<=fo1_)",
+            r"_(?<=rnd_)",
+            r"-(?<=CFPAT-)",
+            r"_(?<=aio_)",
+            r"_(?<=CCIPAT_)",
+            r"_(?<=rdme_)",
+            r"_(?<=tfp_)",
+            r"_(?<=shippo_)live_",
+            r"_(?<=rzp_)live_",
+            r"-(?<=FLWSECK-)",
+        ),
+    ),
     # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
     Rule(
         "sql_password",
