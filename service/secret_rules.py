@@ -56,13 +56,13 @@ _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "value", "token"})
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,64}(?:_[A-Z0-9]{1,64}){1,16}")
 _KEYWORD = (
-    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|auth|apikey"
+    r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])pass|pwd|secret|token|auth|apikey"
     r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
 _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
 # How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
 # so cannot match _KEY_TAIL, and the reversed key tells that with one anchored match.
-_KEYWORD_TAILS = ("word", "wd", "phrase", "secret", "token", "auth", "key")
+_KEYWORD_TAILS = ("word", "wd", "phrase", "pass", "secret", "token", "auth", "key")
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
 _NOT_SECRET_KEY = re.compile(r"(?:page|next|continuation|pagination|sync|resume|input)[_.\-]?token\Z", re.IGNORECASE)
@@ -76,7 +76,7 @@ def is_placeholder(value: str) -> bool:
 def assignment_value_ok(value: str, *, quoted: bool, sep: str = "=", spaced: bool = False) -> bool:
     """Whether the value of a ``key = value`` assignment to a sensitive key is plausibly a real secret."""
     v = value.strip()
-    if len(v) < 6 or v.lower() in _STOPWORDS or is_placeholder(v) or len(set(v)) <= 3:
+    if len(v) < 6 or v.lower() in _STOPWORDS or v.lower() in _PLACEHOLDER_WORDS or is_placeholder(v) or len(set(v)) <= 3:
         return False
     if any(c.isspace() for c in v):
         return False  # prose or a validation message ("password": "must be at least 8 characters")
@@ -84,7 +84,7 @@ def assignment_value_ok(value: str, *, quoted: bool, sep: str = "=", spaced: boo
         return False  # an id, a digest, a path, a URL, or a version / IP / OID
     if _COLOR.fullmatch(v):
         return False  # a style sheet's colour (Token: "#ddd0c0")
-    if _NAME.fullmatch(v) and _KEY_TAIL.search(v):
+    if _NAME.fullmatch(v) and _KEY_TAIL.search(v) and not (v.isalpha() and v.islower()):
         return False  # names another credential field ("input_token": "next_token"), not a value
     if quoted:
         return True
@@ -120,9 +120,9 @@ def sensitive_pair(key: str, value: str) -> bool:
 # (punctuation, a capital) and check what precedes it with a lookbehind, so the one combined search over all of
 # them only stops at such characters. Keywords are searched in the reversed text, where the glue comes first and
 # the search only stops at ':' and '='. Anchors are a superset filter: they must never be stricter than the rule.
-_GLUE = r"""\\?["']?[ \t]{0,8}[:=]"""
+_GLUE = r"""\\?["']?\]?[ \t]{0,8}[:=]"""
 # Possessive: a space, quote or backslash given back could only be matched by a keyword letter, which none is.
-_GLUE_REVERSED = r"""[:=][ \t]{0,8}+["']?+\\?+"""
+_GLUE_REVERSED = r"""[:=][ \t]{0,8}+\]?+["']?+\\?+"""
 
 
 def keyword_pattern(keywords: tuple[str, ...], *, reverse: bool = False) -> str:
@@ -225,7 +225,23 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
     quoted = m.group("s_uq") is None
     if not quoted and key.lower().endswith("secret") and _DNS_LABEL.fullmatch(secret):
         return False  # existingSecret: db-credentials -- a Kubernetes Secret's name, not its content
+    if not quoted and sep == ":" and _yaml_literal(key, key_start, secret, text, m.end()):
+        return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced)
     return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced)
+
+
+_COMPOUND_KEY = re.compile(r"[_.\-]|[a-z][A-Z]")
+_LINE_END = re.compile(r"[ \t]{0,64}+(?:#[^\r\n]{0,1024}+)?+(?:\r?\n|\Z)")
+_NESTED = re.compile(r"(?:^|\n)(?:[ \t]{1,64}+(?:- )?+|- )\Z")
+
+
+def _yaml_literal(key: str, key_start: int, value: str, text: str, end: int) -> bool:
+    """``db_password: supersecret`` in YAML: one lowercase word ending its line, after a compound key or a nested
+    (indented) one, is a string literal. A top-level ``Password: required`` stays prose, and camelCase or snake_case
+    words stay variables."""
+    if not (len(value) >= 8 and value.isalpha() and value.islower() and _LINE_END.match(text, end) is not None):
+        return False
+    return _COMPOUND_KEY.search(key) is not None or _NESTED.search(text, max(0, key_start - 66), key_start) is not None
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
@@ -261,7 +277,7 @@ _URL_PASSWORD = (
     r":(?P<s>[^\s@/?#'\"<>]{1,256}+)@(?P<host>[A-Za-z0-9._\-\[\]:%]{1,253}+)"
 )
 _ASSIGNMENT = (
-    r"(?P<kw>" + _KEYWORD + r")(?![\w.\-])\\?[\"']?(?P<w1>[ \t]{0,8}+)(?P<sep>:=|=>|=|:)(?P<w2>[ \t]{0,8}+)"
+    r"(?P<kw>" + _KEYWORD + r")(?![\w.\-])\\?[\"']?\]?(?P<w1>[ \t]{0,8}+)(?P<sep>:=|=>|=|:)(?P<w2>[ \t]{0,8}+)"
     r"(?:\\\"(?P<s_eq>[^\"\\\r\n]{1,1024}+)"
     r"|\"(?P<s_dq>(?:[^\"\\\r\n]|\\.){1,1024}+)"
     r"|'(?P<s_sq>(?:[^'\\\r\n]|\\.){1,1024}+)"
@@ -605,14 +621,32 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "cli_password",
         _regex(
-            r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{1,64}+:(?P<s>[^\s'\"$]{4,256}+)",
-            r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"$-][^\s'\"$]{3,255}+)",
-            # docker login [-u user] -p value (also podman, helm registry login, ...)
+            r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{1,64}+:(?P<s>[^\s'\"`$]{3,255}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            # docker login [-u user] -p VALUE (podman, helm registry login, ...). A secret never ends on punctuation.
             r"(?<![\w-])login(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"
-            r"(?P<s_p>[^\s'\"$-][^\s'\"$]{3,255}+)",
+            r"(?P<s_p>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
         ),
         anchors=(r"-u[ \t=]", r"--user[ \t=]", r"--basic-auth[ \t=]", "--pass", r"-p[ \t=]"),
+    ),
+    # A credential-named element or setting written as markup or a call, not as key = value: <password>v</password>,
+    # <add key="ApiKey" value="v"/>, PHP's define('DB_PASSWORD', 'v').
+    Rule(
+        "sensitive_config_value",
+        _regex(
+            r"<(?P<k>[A-Za-z_][\w.\-]{0,64}+)>(?P<s>[^<>\s]{1,256}+)</(?P=k)>",
+            r"(?<![\w-])key[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{1,8}+value[ \t]{0,4}+=[ \t]{0,4}+"
+            r"\"(?P<s>[^\"\s]{1,256}+)\"",
+            r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
+            r"(?P<s>[^'\"\s]{1,256}+)['\"]",
+            check=lambda m, secret: sensitive_key(m.group("k")) and assignment_value_ok(secret, quoted=True),
+        ),
+        anchors=(
+            r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
+            r"\"[ \t]{1,8}value[ \t]{0,4}=",
+            r"\((?<=define\()",
+        ),
     ),
     Rule(
         "sensitive_assignment",

@@ -192,6 +192,13 @@ TRUE_POSITIVES = [
     ("platform_token", "pscale_tkn_" + (k := rnd(42) + "1"), "pscale_tkn_" + k),
     ("platform_token", "CFPAT-" + (k := rnd(42, URLSAFE) + "1"), "CFPAT-" + k),
     ("platform_token", "rzp_live_" + (k := rnd(13) + "1"), "rzp_live_" + k),
+    ("sensitive_config_value", "<password>" + (k := rnd(12) + "!") + "</password>", k),
+    ("sensitive_config_value", '<add key="ApiKey" value="' + (k := rnd(32, HEX)) + '"/>', k),
+    ("sensitive_config_value", "define('DB_PASSWORD', '" + (k := rnd(14)) + "');", k),
+    ("sensitive_assignment", "db:\n  host: db1\n  password: " + (k := "".join(rnd(12, string.ascii_lowercase))) + "\n", k),
+    ("sensitive_assignment", "spring.datasource.password: " + (k := rnd(14, string.ascii_lowercase)), k),
+    ("sensitive_assignment", "export SMTP_PASS=" + (k := rnd(14) + "9"), k),
+    ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
 ]
 
 # (rule that must NOT fire, text)
@@ -273,6 +280,12 @@ FALSE_POSITIVES = [
     ("airtable_token", "pattern.matches(x)"),
     ("platform_token", "rnd_seed = 42; aio_http_client_session; sq_root_of_two"),
     ("platform_token", "dckr_pat_" + "x" * 27),
+    ("sensitive_config_value", "<title>Password reset</title> <token>abc</token> <apiKey>changeme</apiKey>"),
+    ("sensitive_config_value", '<add key="PageSize" value="50"/> define(\'WP_DEBUG\', \'true\');'),
+    ("sensitive_assignment", "Password: mandatory"),
+    ("sensitive_assignment", "compass: northwest; bypass=1; pass: true"),
+    ("sensitive_assignment", "api_key: apiKeyValue"),
+    ("sensitive_assignment", "auth_method: password"),
     ("sensitive_assignment", "the password must be at least 8 characters"),
     ("sensitive_assignment", "a token bucket refills at a fixed rate"),
     ("sensitive_assignment", "password="),
