@@ -286,6 +286,45 @@ _ASSIGNMENT = (
     r"|(?P<s_uq>[^\s'\"`,;]{0,511}[^\s'\"`,;)\]}.:!?]))"
 )
 
+_ASSIGNMENT_RX = re.compile(_ASSIGNMENT, re.IGNORECASE)
+_VALUE_GROUPS = ("s_eq", "s_dq", "s_sq", "s_bq", "s_uq")
+_QUERY_END = re.compile(r"[&#]")
+
+
+def _find_assignments(text: str) -> Iterator[Span]:
+    """``key = value`` spans; in a URL query (``?api_key=v&page=2``) an unquoted value ends at the next parameter."""
+    pos = 0
+    while (m := _ASSIGNMENT_RX.search(text, pos)) is not None:
+        group = next(g for g in _VALUE_GROUPS if m.start(g) >= 0)
+        start, end = m.span(group)
+        if group == "s_uq" and _query_key(text, m.start("kw")):
+            cut = _QUERY_END.search(text, start, end)
+            if cut is not None:
+                end = cut.start()
+        pos = max(end, m.start() + 1)
+        secret = text[start:end]
+        if end > start and not is_placeholder(secret) and _assignment_check(m, secret):
+            yield start, end
+
+
+def _query_key(text: str, kw_start: int) -> bool:
+    """Whether the key ending in the keyword at ``kw_start`` is a URL query parameter (after '?' or '&')."""
+    i, floor = kw_start, max(0, kw_start - 64)
+    while i > floor and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
+        i -= 1
+    return i > 0 and text[i - 1] in "?&"
+
+
+def _pem_base64_check(_m: re.Match[str], secret: str) -> bool:
+    head = secret[:120]
+    head = head[: len(head) - len(head) % 4]
+    try:
+        decoded = base64.b64decode(head, validate=True).decode("ascii", errors="replace")
+    except (binascii.Error, ValueError):
+        return False
+    return "PRIVATE KEY" in decoded.partition("\n")[0]
+
+
 # Most specific first: when two rules claim the same span, the earlier rule names it.
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -297,6 +336,12 @@ RULES: tuple[Rule, ...] = (
         anchors=(r'_(?<="private_)key"',),
     ),
     Rule("private_key", _find_private_keys, anchors=("-----BEGIN ",)),
+    # A PEM private key base64-encoded once more (kubeconfig client-key-data, Kubernetes Secret tls.key).
+    Rule(
+        "private_key_base64",
+        _regex(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,65536}+={0,2}+", check=_pem_base64_check),
+        anchors=("LS0tLS1CRUdJTi",),
+    ),
     Rule(
         "aws_access_key_id",
         _regex(_L + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}+" + _R),
@@ -650,7 +695,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "sensitive_assignment",
-        _regex(_ASSIGNMENT, flags=re.IGNORECASE, check=_assignment_check),
+        _find_assignments,
         keywords=_KEYWORD_TAILS,
     ),
 )

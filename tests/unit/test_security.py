@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -199,6 +200,8 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "spring.datasource.password: " + (k := rnd(14, string.ascii_lowercase)), k),
     ("sensitive_assignment", "export SMTP_PASS=" + (k := rnd(14) + "9"), k),
     ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
+    ("sensitive_assignment", "GET /v1/items?api_key=" + (k := rnd(24)) + "&page=2#top", k),
+    ("private_key_base64", "client-key-data: " + (k := base64.b64encode(pem("RSA PRIVATE KEY").encode()).decode()), k),
 ]
 
 # (rule that must NOT fire, text)
@@ -286,6 +289,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "compass: northwest; bypass=1; pass: true"),
     ("sensitive_assignment", "api_key: apiKeyValue"),
     ("sensitive_assignment", "auth_method: password"),
+    ("private_key_base64", "certificate-authority-data: " + base64.b64encode(pem("CERTIFICATE").encode()).decode()),
     ("sensitive_assignment", "the password must be at least 8 characters"),
     ("sensitive_assignment", "a token bucket refills at a fixed rate"),
     ("sensitive_assignment", "password="),
