@@ -352,8 +352,13 @@ RULES: tuple[Rule, ...] = (
         _regex(
             r"(?i:(?:aws[_.\-]?)?secret[_.\-]?access[_.\-]?key|aws[_.\-]?secret[_.\-]?key)"
             + _SEP
-            + r"(?P<s>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])"
+            + r"(?P<s>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
+            # The secret right after its key id, as in the console's credentials CSV ("AKIA...,secret").
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[\"']?[ \t]{0,8}+[,;:|\t][ \t]{0,8}+[\"']?"
+            r"(?P<s_pair>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
+            check=lambda m, secret: "s_pair" not in m.re.groupindex or _mixed(m, secret),
         ),
+        anchors=("A(?:KIA|SIA)",),
         keywords=("key",),
     ),
     Rule("gcp_api_key", _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD), anchors=("AIza",)),
@@ -374,8 +379,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "gitlab_token",
-        _regex(_L + r"gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,64}+(?:\.[A-Za-z0-9_\-]{1,64}+){0,3}+"),
-        anchors=(r"-(?<=gl(?:pat|ptt|cbt|oas|imt)-)", r"-(?<=gl(?:dt|rt|ft)-)", r"-(?<=glsoat-)"),
+        _regex(
+            _L + r"gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,64}+(?:\.[A-Za-z0-9_\-]{1,64}+){0,3}+",
+            _L + r"GR1348941[A-Za-z0-9_\-]{20,64}+",  # runner registration token
+        ),
+        anchors=(r"-(?<=gl(?:pat|ptt|cbt|oas|imt)-)", r"-(?<=gl(?:dt|rt|ft)-)", r"-(?<=glsoat-)", "GR1348941"),
     ),
     Rule(
         "bitbucket_app_password",
@@ -384,8 +392,9 @@ RULES: tuple[Rule, ...] = (
             + _SEP
             + r"(?P<s>[A-Za-z0-9]{16,40}+)(?![A-Za-z0-9])",
             _L + r"ATBB[A-Za-z0-9_=.\-]{28,64}+",
+            _L + r"BBDC-[A-Za-z0-9+/@_\-]{44}" + _RD,  # Bitbucket Data Center HTTP access token
         ),
-        anchors=("ATBB",),
+        anchors=("ATBB", "BBDC-"),
         keywords=("password", "pass", "secret", "token"),
     ),
     Rule(
@@ -432,8 +441,11 @@ RULES: tuple[Rule, ...] = (
     Rule("square_oauth_secret", _regex(_L + r"sq0csp-[0-9A-Za-z_\-]{40,50}+" + _RD), anchors=(r"-(?<=sq0csp-)",)),
     Rule(
         "paypal_braintree_token",
-        _regex(_L + r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}" + _R),
-        anchors=(r"\$(?<=access_token\$)",),
+        _regex(
+            _L + r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}" + _R,
+            _L + r"A21AA[A-Za-z0-9_\-]{60,120}+" + _RD,  # PayPal REST OAuth access token
+        ),
+        anchors=(r"\$(?<=access_token\$)", "A21AA"),
     ),
     Rule("anthropic_key", _regex(_L + r"sk-ant-[A-Za-z0-9_\-]{20,200}+" + _RD), anchors=(r"-(?<=sk-)ant-",)),
     Rule(
@@ -443,8 +455,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "huggingface_token",
-        _regex(_L + r"hf_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word),
-        anchors=(r"_(?<=hf_)",),
+        _regex(_L + r"hf_[A-Za-z0-9]{30,40}+" + _R, _L + r"api_org_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word),
+        anchors=(r"_(?<=hf_)", r"_(?<=api_)org_"),
     ),
     Rule("twilio_api_key", _regex(_L + r"SK[0-9a-fA-F]{32}" + _R, check=_mixed), anchors=(r"SK[0-9a-fA-F]{32}",)),
     Rule(

@@ -201,6 +201,11 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "export SMTP_PASS=" + (k := rnd(14) + "9"), k),
     ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
     ("sensitive_assignment", "GET /v1/items?api_key=" + (k := rnd(24)) + "&page=2#top", k),
+    ("aws_secret_key", "AKIA" + rnd(16, UPPER_DIGITS) + "," + (k := rnd(39, B64) + "1"), k),
+    ("gitlab_token", "GR1348941" + (k := rnd(20, URLSAFE)), "GR1348941" + k),
+    ("bitbucket_app_password", "BBDC-" + (k := rnd(44)), "BBDC-" + k),
+    ("paypal_braintree_token", "A21AA" + (k := rnd(90, URLSAFE)), "A21AA" + k),
+    ("huggingface_token", "api_org_" + (k := rnd(33) + "1"), "api_org_" + k),
     ("private_key_base64", "client-key-data: " + (k := base64.b64encode(pem("RSA PRIVATE KEY").encode()).decode()), k),
 ]
 
@@ -289,6 +294,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "compass: northwest; bypass=1; pass: true"),
     ("sensitive_assignment", "api_key: apiKeyValue"),
     ("sensitive_assignment", "auth_method: password"),
+    ("aws_secret_key", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("private_key_base64", "certificate-authority-data: " + base64.b64encode(pem("CERTIFICATE").encode()).decode()),
     ("sensitive_assignment", "the password must be at least 8 characters"),
     ("sensitive_assignment", "a token bucket refills at a fixed rate"),
