@@ -117,8 +117,9 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
         conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
 
 
-def plan_events(events: Sequence[Any]) -> list[Statement] | None:
-    """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch."""
+def plan_events(events: Sequence[Any], *, single: bool = False) -> list[Statement] | None:
+    """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch (or,
+    with ``single``, needs more than one statement for it: statements of one projector must run in order)."""
     _load()
     out: list[Statement] = []
     try:
@@ -129,7 +130,7 @@ def plan_events(events: Sequence[Any]) -> list[Statement] | None:
             if not mine:
                 continue
             planned = p.plan(mine) if p.plan is not None else None
-            if planned is None:
+            if planned is None or (single and len(planned) > 1):
                 return None
             out.extend(planned)
     finally:

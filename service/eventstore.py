@@ -66,6 +66,21 @@ _INSERT_CAS = (
     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
     "SELECT substrate_appended((SELECT recorded_at FROM e))"
 )
+# A whole batch stamped ahead of time (service.bulk_append) as one autocommit statement: the same compare-and-set
+# on the head, the events from one JSON document, every inline projector's single statement and the checkpoints.
+# Only the head is compared: every append moves it, so an unchanged head means nothing was written since the
+# stamps' versions were read (UNIQUE(stream, version) backs this up).
+_INSERT_BATCH_CAS = (
+    "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id "
+    " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev RETURNING seq), "
+    "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at) "
+    " SELECT r.seq, r.stream, r.version, r.type, r.data, r.principal, r.scope, r.event_id, r.prev, clock_timestamp() "
+    " FROM h, jsonb_to_recordset(CAST(:events AS jsonb)) AS r(seq bigint, stream text, version int, type text, "
+    " data jsonb, principal text, scope text, event_id text, prev text) RETURNING seq, recorded_at), "
+    "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
+    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
+    "SELECT substrate_appended((SELECT max(recorded_at) FROM e)), (SELECT array_agg(recorded_at ORDER BY seq) FROM e)"
+)
 _RACED = "SB409"  # substrate_appended's SQLSTATE
 # A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
 _BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
@@ -166,6 +181,70 @@ class EventStore:
             if isinstance(orig, pg_errors.UniqueViolation):
                 raise ConcurrencyError(events[0].stream, events[0].expected_version or 0) from None
             raise
+
+    def head_hint(self) -> tuple[int, str | None]:
+        """The log head (seq, event_id) as this engine last saw it; read from the database when it has seen none."""
+        head = self._hints.head
+        if head is None:
+            with self.engine.connect() as c:
+                seq, event_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
+            head = self._hints.head = (int(seq), event_id)
+        return head
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """The current version of each of ``streams`` that has events (one query)."""
+        with self.engine.connect() as c:
+            return dict(loads(c.execute(text(_VERSIONS_SQL), {"streams": list(streams)}).scalar_one()))
+
+    def stamp(
+        self, events: Sequence[NewEvent], principal: str, head: tuple[int, str | None], versions: dict[str, int]
+    ) -> list[StoredEvent]:
+        """``events`` numbered and addressed as if appended right after ``head``; ``versions`` advances with them."""
+        seq, prev = head
+        stored = []
+        for e in events:
+            type_name, data = _type_and_data(e)
+            seq += 1
+            version = versions[e.stream] = versions.get(e.stream, 0) + 1
+            stored.append(_stamp(e, type_name, data, principal, seq, version, prev))
+            prev = stored[-1].event_id
+        return stored
+
+    def batch_statement(
+        self, stored: Sequence[StoredEvent], after: tuple[int, str | None]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The one statement that writes a batch ``stamp`` made after ``after`` (see _INSERT_BATCH_CAS), or None
+        when a projector needs more than one statement for it (they must run in order): append it normally."""
+        plans = plan_events(stored, single=True)
+        if plans is None or not stored:
+            return None
+        last = stored[-1]
+        params: dict[str, Any] = {
+            "seq": last.seq,
+            "event_id": last.event_id,
+            "after": after[0],
+            "prev": after[1],
+            "names": _names_array(),
+            "events": dumps([_event_row(s) for s in stored]),
+        }
+        return _with_plans(_INSERT_BATCH_CAS, plans, params), params
+
+    def insert_stamped(
+        self, stored: Sequence[StoredEvent], statement: tuple[str, dict[str, Any]]
+    ) -> list[StoredEvent] | None:
+        """Run a ``batch_statement``; the stored events with their times, or None (nothing written) when the head
+        had moved since the batch was stamped."""
+        sql, params = statement
+        with _autocommit(self.engine) as raw:
+            try:
+                times = _fetch_one(raw, sql, params)[1]
+            except pg_errors.DatabaseError as exc:
+                if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
+                    return None
+                raise
+        out = [_with_time(s, t) for s, t in zip(stored, times, strict=True)]
+        self._hints.saw(out)
+        return out
 
     def _append_cas(self, e: NewEvent, principal: str) -> StoredEvent | None:
         """One event in one autocommit round trip (see _INSERT_CAS), or None when the locked path must do it."""
@@ -449,6 +528,21 @@ def _row(s: StoredEvent) -> dict[str, Any]:
         "version": s.version,
         "type": s.type,
         "data": dumps(s.data),
+        "principal": s.principal,
+        "scope": s.scope,
+        "event_id": s.event_id,
+        "prev": s.prev,
+    }
+
+
+def _event_row(s: StoredEvent) -> dict[str, Any]:
+    """One event as a row of _INSERT_BATCH_CAS's JSON document (data nested, not serialized twice)."""
+    return {
+        "seq": s.seq,
+        "stream": s.stream,
+        "version": s.version,
+        "type": s.type,
+        "data": s.data,
         "principal": s.principal,
         "scope": s.scope,
         "event_id": s.event_id,

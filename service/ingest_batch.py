@@ -2,9 +2,8 @@
 
 Rows are prepared (validated, secret-guarded, normalized by ``store._prepare``) one at a time; a row that fails
 is recorded on the receipt with its 1-based line and reason, never raised (MXR-080-0269). Prepared rows are
-appended ``BATCH_SIZE`` at a time, one transaction per batch (the event store COPYs them), on the caller's
-thread. (A writer thread overlapping batch k's append with batch k+1's parsing was measured at half this rate:
-each of its round trips waited for the GIL behind the parsing thread; bench/ingest.py.)
+appended ``BATCH_SIZE`` at a time, one transaction per batch, through a BulkAppender: the database writes batch k
+while this thread parses, guards and stamps batch k+1. A batch counts on the receipt once it is committed.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from service.events import ItemPut, NewEvent
+from service.bulk_append import BulkAppender
+from service.events import ItemPut, NewEvent, StoredEvent
 from service.items import SubstrateItem
 
 __all__ = ["BATCH_SIZE", "BatchWriter", "IngestReceipt", "Progress", "stable_id"]
@@ -79,6 +79,8 @@ class BatchWriter:
         self.receipt = IngestReceipt()
         self._pending: list[dict[str, Any]] = []
         self._rows = 0
+        self._appender: BulkAppender | None = None
+        self._last_ids: set[str] = set()  # the batch last handed over (maybe not committed yet)
 
     def fail(self, line: int | None, reason: str, source: str | None = None) -> None:
         self.receipt.failed.append({"source": source or self.source, "line": line, "reason": reason})
@@ -110,22 +112,37 @@ class BatchWriter:
         ids = [d["id"] for d in batch]
         with self.store.engine.connect() as c:
             existing = set(c.execute(_EXISTING, {"ids": ids}).scalars())
-        self.store._append(
-            [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in batch]
+        existing |= self._last_ids.intersection(ids)  # written by the batch in flight
+        self._last_ids = set(ids)
+        if self._appender is None:
+            self.store._writable()
+            self._appender = BulkAppender(self.store.events, self.store.principal, self._written)
+        self._appender.submit(
+            [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in batch],
+            (ids, existing),
         )
+
+    def _written(self, stored: Sequence[StoredEvent], context: tuple[list[str], set[str]]) -> None:
+        ids, existing = context
         for i in ids:
             if i in existing:
                 self.receipt.revised.append(i)
             existing.add(i)  # a repeated id later in the same batch is a revision of this one
         self.receipt.extend(ids)
-        self.receipt.position = self.store.position
+        self.store.position = self.receipt.position = stored[-1].seq
 
     def close(self) -> None:
-        """Drop rows not yet appended (an error is unwinding: only whole, committed batches count)."""
+        """Drop rows not yet handed over (an error is unwinding: only whole, committed batches count)."""
         self._pending = []
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
 
     def finish(self) -> IngestReceipt:
         self.flush()
+        if self._appender is not None:
+            self._appender.finish()
+            self._appender = None
         self.close()
         if self.progress is not None and self._rows % 500:
             self.progress(self._rows % 500)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from projections import loads
+from service.bulk_append import BulkAppender
 from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
@@ -95,9 +96,12 @@ class Substrate:
         return self._db.url
 
     # ----------------------------------------------------------------- writes
-    def _append(self, events: Sequence[NewEvent]) -> list[StoredEvent]:
+    def _writable(self) -> None:
         if self.read_only:
             raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
+
+    def _append(self, events: Sequence[NewEvent]) -> list[StoredEvent]:
+        self._writable()
         stored = self.events.append(events, self.principal)
         if stored:
             self.position = stored[-1].seq
@@ -127,18 +131,30 @@ class Substrate:
         return self.put(SubstrateItem(kind=kind, text=text, **kw), secret_policy=secret_policy)
 
     def put_many(self, items: Iterable[SubstrateItem], *, secret_policy: SecretPolicy | None = None) -> list[str]:
-        """The bulk path: guard every item first, then append them in one transaction per chunk."""
+        """The bulk path: guard every item first, then append them in one transaction per chunk (the database
+        writes chunk k while the next one is guarded; service.bulk_append)."""
+        self._writable()
         ids: list[str] = []
         pending: list[NewEvent] = []
-        for item in items:
-            data = self._prepare(item, secret_policy)
-            pending.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True))
-            ids.append(str(data["id"]))
-            if len(pending) >= _BULK_CHUNK:
-                self._append(pending)
-                pending = []
-        self._append(pending)
+        appender = BulkAppender(self.events, self.principal, self._wrote)
+        try:
+            for item in items:
+                data = self._prepare(item, secret_policy)
+                pending.append(
+                    NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
+                )
+                ids.append(str(data["id"]))
+                if len(pending) >= _BULK_CHUNK:
+                    appender.submit(pending)
+                    pending = []
+            appender.submit(pending)
+            appender.finish()
+        finally:
+            appender.close()
         return ids
+
+    def _wrote(self, stored: Sequence[StoredEvent], _context: object) -> None:
+        self.position = stored[-1].seq
 
     def update(self, item_id: str, *, secret_policy: SecretPolicy | None = None, **fields: Any) -> SubstrateItem:
         """Change named fields (revalidated, secret-guarded); retries on a concurrent writer, never loses one."""

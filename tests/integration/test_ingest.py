@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 import service.ingest_batch as ingest_mod
 from service import (
@@ -17,6 +18,7 @@ from service import (
     ingest_records,
     ingest_traces,
 )
+from service.audit import verify_store
 from service.validation import InvalidArgument
 
 SECRET = "token ghp_1234567890abcdefghijklmnopqrstuvwxyZ12"
@@ -87,15 +89,7 @@ def test_a_readable_source_file_puts_its_full_content_hash_on_provenance(store, 
 
 def test_bulk_path_appends_one_batch_per_transaction_and_streams_input(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(ingest_mod, "BATCH_SIZE", 10)
-    sizes: list[int] = []
     pulled: list[int] = []
-    original = store._append
-
-    def counting(events):  # type: ignore[no-untyped-def]
-        sizes.append(len(events))
-        return original(events)
-
-    monkeypatch.setattr(store, "_append", counting)
 
     def docs():  # type: ignore[no-untyped-def]
         for i in range(35):
@@ -105,8 +99,11 @@ def test_bulk_path_appends_one_batch_per_transaction_and_streams_input(store, mo
             yield f"doc {i}"
 
     r = ingest_documents(store, docs(), source="gen")
+    with store.engine.connect() as c:  # xmin: the transaction that wrote each event row
+        sizes = c.execute(text("SELECT count(*) FROM events GROUP BY xmin::text ORDER BY min(seq)")).scalars().all()
     assert sizes == [10, 10, 10, 5] and len(r) == 35 and len(store) == 35
-    assert r.position == store.events.head()
+    assert r.position == store.events.head() == store.position
+    assert verify_store(store).ok
 
 
 def test_records_dicts_tuples_text_fields_and_failures(store) -> None:  # type: ignore[no-untyped-def]
@@ -201,11 +198,20 @@ def test_artifacts_reference_their_directory_and_bad_manifests_are_reported(stor
 
 
 def test_a_failing_append_raises_and_stops_the_writer(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
     monkeypatch.setattr(ingest_mod, "BATCH_SIZE", 2)
+    original, calls = store.events.insert_stamped, []
 
-    def boom(events):  # type: ignore[no-untyped-def]
-        raise RuntimeError("database went away")
+    def second_fails(stored, statement):  # type: ignore[no-untyped-def]
+        calls.append(len(stored))
+        if len(calls) == 2:
+            raise RuntimeError("database went away")
+        return original(stored, statement)
 
-    monkeypatch.setattr(store, "_append", boom)
+    monkeypatch.setattr(store.events, "insert_stamped", second_fails)
     with pytest.raises(RuntimeError, match="went away"):
-        ingest_documents(store, ["a", "b", "c", "d", "e"], source="s")
+        ingest_documents(store, ["a", "b", "c", "d", "e", "f", "g"], source="s")
+    assert calls == [2, 2] and len(store) == 2  # the first batch committed, nothing after the failed one
+    assert not [t for t in threading.enumerate() if t.name.startswith("bulk-append")]
+    assert verify_store(store).ok
