@@ -26,7 +26,7 @@ from projections import dumps  # noqa: E402
 from projections.canonical import item_digest  # noqa: E402
 from projections.runner import catch_up_engine  # noqa: E402
 from service import Substrate, ingest_documents, ingest_file  # noqa: E402
-from service.ingest_batch import stable_id  # noqa: E402
+from service.ingest_batch import BATCH_SIZE, stable_id  # noqa: E402
 from service.items import SubstrateItem  # noqa: E402
 
 BEGIN, END = "<!-- bench/ingest.py:begin -->", "<!-- bench/ingest.py:end -->"
@@ -240,7 +240,7 @@ def report(args: argparse.Namespace) -> str:
         f"(+{mem.peak - mem.start:,.0f} MB for {n_ids:,} items; the input is streamed, the receipt's id list is "
         "the only thing that grows with n).",
         "",
-        "Where the time goes (seconds; batches of 2,000: the caller's thread prepares and stamps batch k+1 while "
+        f"Where the time goes (seconds; batches of {BATCH_SIZE:,}: the caller's thread prepares and stamps batch k+1 while "
         "a writer thread writes batch k, so the writer's row overlaps the caller's rows):",
         "",
         "| step | seconds | share of wall |",
