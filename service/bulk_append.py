@@ -28,6 +28,7 @@ __all__ = ["BulkAppender"]
 class _Batch:
     events: Sequence[NewEvent]
     context: Any
+    versions: dict[str, int] | None = None
     stamped: list[StoredEvent] | None = None
     statement: tuple[str, dict[str, Any]] | None = None
 
@@ -45,16 +46,22 @@ class BulkAppender:
         self._head: tuple[int, str | None] | None = None
         self._pending_versions: dict[str, int] = {}
 
-    def submit(self, events: Sequence[NewEvent], context: Any = None) -> None:
-        """Stamp ``events`` (while the previous batch is being written), then hand them to the writer."""
+    def submit(
+        self, events: Sequence[NewEvent], context: Any = None, *, versions: dict[str, int] | None = None
+    ) -> None:
+        """Stamp ``events`` (while the previous batch is being written), then hand them to the writer.
+
+        ``versions``: the committed versions of the events' streams, when the caller has just read them anyway.
+        """
         if not events:
             return
-        batch = _Batch(events, context)
+        batch = _Batch(events, context, versions)
         stampable = all(e.expected_version is None for e in events)
         if stampable:
             self._stamp(batch)
         if self._settle() and stampable:
-            self._stamp(batch)  # the batch before it was appended the ordinary way: these stamps are stale
+            batch.versions = None  # read again: the batch before it was appended the ordinary way
+            self._stamp(batch)
         if batch.stamped is None or batch.statement is None:
             self._append_now(batch)
             return
@@ -82,7 +89,7 @@ class BulkAppender:
     def _stamp(self, batch: _Batch) -> None:
         head = self._head if self._head is not None else self.store.head_hint()
         streams = list(dict.fromkeys(e.stream for e in batch.events))
-        versions = self.store.stream_versions(streams)
+        versions = dict(batch.versions) if batch.versions is not None else self.store.stream_versions(streams)
         # The batch in flight is not committed yet: its versions come from its stamps.
         versions.update({s: self._pending_versions[s] for s in streams if s in self._pending_versions})
         batch.stamped = self.store.stamp(batch.events, self.principal, head, versions)
