@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,7 @@ PROJECTORS: list[Projector] = []
 # gets its own empty copies so a time-travel view refits from its own past state, not the live one.
 CACHE_TABLES: list[str] = []
 _LOADED = False
+_LOAD_LOCK = threading.RLock()
 
 
 def register(projector: Projector) -> Projector:
@@ -152,15 +154,21 @@ def run_plan(conn: Connection, statements: Sequence[Statement]) -> None:
 def _load() -> None:
     # Projector modules register themselves on import; import them lazily to keep import order simple.
     # Guard on a flag, not on PROJECTORS: a service module importing one projector module directly
-    # (e.g. projections.items for ITEM_EVENTS) must not stop the others from loading.
+    # (e.g. projections.items for ITEM_EVENTS) must not stop the others from loading. The flag is set only once
+    # every module is in, under a lock: a second thread must wait, never see a half-filled PROJECTORS (its append
+    # would skip the missing projectors).
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    import projections.beliefs  # noqa: F401
-    import projections.embeddings  # noqa: F401
-    import projections.governance  # noqa: F401
-    import projections.grants  # noqa: F401
-    import projections.history  # noqa: F401
-    import projections.items  # noqa: F401
-    import projections.revisions  # noqa: F401
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        import projections.beliefs  # noqa: F401
+        import projections.embeddings  # noqa: F401
+        import projections.governance  # noqa: F401
+        import projections.grants  # noqa: F401
+        import projections.history  # noqa: F401
+        import projections.items  # noqa: F401
+        import projections.revisions  # noqa: F401
+
+        _LOADED = True

@@ -67,3 +67,38 @@ def test_a_put_over_an_item_in_the_batch_in_flight_takes_the_next_version(store:
     appender.finish()
     assert [e.version for e in store.events.read(stream="same-0")] == [1, 2]
     assert len(store) == 5 and verify_store(store).ok
+
+
+def test_ingest_alongside_concurrent_puts_keeps_one_chain_and_every_write(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import service.ingest_batch as ingest_mod
+    from service import ingest_documents
+
+    monkeypatch.setattr(ingest_mod, "BATCH_SIZE", 7)  # many small batches, so puts land between them
+    errors: list[BaseException] = []
+    receipts: list[Any] = []
+
+    def putter(t: int) -> None:
+        try:
+            for n in range(30):
+                store.add("text", f"put {t}:{n}")
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    def ingester() -> None:
+        try:
+            receipts.append(ingest_documents(store, (f"doc {i}" for i in range(200)), source="stress"))
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=putter, args=(t,)) for t in range(3)] + [threading.Thread(target=ingester)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    assert not errors
+    assert len(receipts[0]) == 200 and not receipts[0].failed
+    assert len(store) == 3 * 30 + 200 and store.events.head() == 290
+    report = verify_store(store)
+    assert report.ok, report
