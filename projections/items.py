@@ -40,6 +40,19 @@ _UPSERT = (
     "created_at = EXCLUDED.created_at"
 )
 _DELETE = "DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))"
+# The same upsert for a batch append whose events are in the CTE ``ev``: only the seq of each id's final state,
+# its digest and its pos travel (comma-separated: digests and seqs hold no comma).
+_UPSERT_FROM_EV = (
+    "INSERT INTO items (id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
+    "SELECT i->>'id', i->>'kind', i->>'scope', i->>'text', i, u.digest, ev.version, u.pos, ev.seq, "
+    "(i->>'created_at')::float8 "
+    "FROM unnest(string_to_array(:seqs, ',')::bigint[], string_to_array(:digests, ','), "
+    "string_to_array(:pos, ',')::bigint[]) AS u(seq, digest, pos) "
+    "JOIN ev ON ev.seq = u.seq, LATERAL (SELECT ev.data->'item' AS i) x "
+    "ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, text = EXCLUDED.text, "
+    "doc = EXCLUDED.doc, digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq, "
+    "created_at = EXCLUDED.created_at"
+)
 
 
 def _removed(e: Any) -> str | None:
@@ -81,6 +94,30 @@ def plan(events: Sequence[Any]) -> list[Statement]:
     return out
 
 
+def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
+    """``plan`` over the ``ev`` CTE, for batches that only put item states (None when one removes or merges)."""
+    final: dict[str, Any] = {}
+    first_seq: dict[str, int] = {}
+    for e in events:
+        item = e.data.get("item")
+        if item is None or _removed(e) is not None:
+            return None
+        first_seq.setdefault(item["id"], e.seq)
+        final[item["id"]] = e
+    if not final:
+        return []
+    return [
+        (
+            _UPSERT_FROM_EV,
+            {
+                "seqs": ",".join(str(e.seq) for e in final.values()),
+                "digests": ",".join(item_digest(e.data["item"]) for e in final.values()),
+                "pos": ",".join(str(first_seq[i]) for i in final),
+            },
+        )
+    ]
+
+
 register(
     Projector(
         name="items",
@@ -89,5 +126,6 @@ register(
         apply=apply,
         keys={"items": "id"},
         plan=plan,
+        batch_plan=batch_plan,
     )
 )

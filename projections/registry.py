@@ -46,6 +46,10 @@ class Projector:
     # The statements ``apply`` would run, as (sql, params), without running them (None: this batch needs
     # ``apply``). A single-event append folds them into its INSERT: one round trip instead of one per projector.
     plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
+    # The same statements reading the batch's events from a CTE named ``ev`` (the columns of ``events``, data as
+    # jsonb) instead of carrying their own copy of each item: used by the one-statement batch append, which
+    # already sends every event once. None (or returning None): use ``plan``.
+    batch_plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
 
 
 PROJECTORS: list[Projector] = []
@@ -119,9 +123,10 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
         conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
 
 
-def plan_events(events: Sequence[Any], *, single: bool = False) -> list[Statement] | None:
+def plan_events(events: Sequence[Any], *, single: bool = False, shared: bool = False) -> list[Statement] | None:
     """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch (or,
-    with ``single``, needs more than one statement for it: statements of one projector must run in order)."""
+    with ``single``, needs more than one statement for it: statements of one projector must run in order).
+    ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE)."""
     _load()
     out: list[Statement] = []
     try:
@@ -131,7 +136,9 @@ def plan_events(events: Sequence[Any], *, single: bool = False) -> list[Statemen
             mine = [e for e in events if e.type in p.handles]
             if not mine:
                 continue
-            planned = p.plan(mine) if p.plan is not None else None
+            planned = p.batch_plan(mine) if shared and p.batch_plan is not None else None
+            if planned is None:
+                planned = p.plan(mine) if p.plan is not None else None
             if planned is None or (single and len(planned) > 1):
                 return None
             out.extend(planned)

@@ -21,6 +21,13 @@ _INSERT = (
     "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS u(digest text, doc jsonb, seq bigint) "
     "ON CONFLICT (digest) DO NOTHING"
 )
+# The same insert for a batch append whose events are in the CTE ``ev`` (only seqs and digests travel).
+_INSERT_FROM_EV = (
+    "INSERT INTO revisions (digest, item_id, doc, seq) "
+    "SELECT u.digest, ev.data->'item'->>'id', ev.data->'item', ev.seq "
+    "FROM unnest(string_to_array(:seqs, ',')::bigint[], string_to_array(:digests, ',')) AS u(seq, digest) "
+    "JOIN ev ON ev.seq = u.seq ON CONFLICT (digest) DO NOTHING"
+)
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
@@ -40,6 +47,18 @@ def plan(events: Sequence[Any]) -> list[Statement]:
     return [(_INSERT, {"rows": dumps(list(rows.values()))})] if rows else []
 
 
+def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
+    """``plan`` over the ``ev`` CTE: the seq of the first event that produced each digest."""
+    first: dict[str, int] = {}
+    for e in events:
+        item = e.data.get("item")
+        if item is not None:
+            first.setdefault(item_digest(item), e.seq)
+    if not first:
+        return []
+    return [(_INSERT_FROM_EV, {"seqs": ",".join(map(str, first.values())), "digests": ",".join(first)})]
+
+
 register(
     Projector(
         name="revisions",
@@ -48,5 +67,6 @@ register(
         apply=apply,
         keys={"revisions": "digest"},
         plan=plan,
+        batch_plan=batch_plan,
     )
 )

@@ -67,16 +67,18 @@ _INSERT_CAS = (
     "SELECT substrate_appended((SELECT recorded_at FROM e))"
 )
 # A whole batch stamped ahead of time (service.bulk_append) as one autocommit statement: the same compare-and-set
-# on the head, the events from one JSON document, every inline projector's single statement and the checkpoints.
+# on the head, the events from one JSON document (the CTE ``ev``, which projectors' batch plans read too), every
+# inline projector's single statement and the checkpoints.
 # Only the head is compared: every append moves it, so an unchanged head means nothing was written since the
 # stamps' versions were read (UNIQUE(stream, version) backs this up).
 _INSERT_BATCH_CAS = (
     "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id "
     " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev RETURNING seq), "
+    "ev AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(CAST(:events AS jsonb)) AS r(seq bigint, stream text, "
+    " version int, type text, data jsonb, principal text, scope text, event_id text, prev text)), "
     "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at) "
-    " SELECT r.seq, r.stream, r.version, r.type, r.data, r.principal, r.scope, r.event_id, r.prev, clock_timestamp() "
-    " FROM h, jsonb_to_recordset(CAST(:events AS jsonb)) AS r(seq bigint, stream text, version int, type text, "
-    " data jsonb, principal text, scope text, event_id text, prev text) RETURNING seq, recorded_at), "
+    " SELECT ev.seq, ev.stream, ev.version, ev.type, ev.data, ev.principal, ev.scope, ev.event_id, ev.prev, "
+    " clock_timestamp() FROM h, ev ORDER BY ev.seq RETURNING seq, recorded_at), "
     "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
     "SELECT substrate_appended((SELECT max(recorded_at) FROM e)), (SELECT array_agg(recorded_at ORDER BY seq) FROM e)"
@@ -215,7 +217,7 @@ class EventStore:
     ) -> tuple[str, dict[str, Any]] | None:
         """The one statement that writes a batch ``stamp`` made after ``after`` (see _INSERT_BATCH_CAS), or None
         when a projector needs more than one statement for it (they must run in order): append it normally."""
-        plans = plan_events(stored, single=True)
+        plans = plan_events(stored, single=True, shared=True)
         if plans is None or not stored:
             return None
         last = stored[-1]
