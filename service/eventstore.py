@@ -236,15 +236,10 @@ class EventStore:
     ) -> list[StoredEvent] | None:
         """Run a ``batch_statement``; the stored events with their times, or None (nothing written) when the head
         had moved since the batch was stamped."""
-        sql, params = statement
-        with _autocommit(self.engine) as raw:
-            try:
-                times = _fetch_one(raw, sql, params)[1]
-            except pg_errors.DatabaseError as exc:
-                if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
-                    return None
-                raise
-        out = [_with_time(s, t) for s, t in zip(stored, times, strict=True)]
+        row = self._compare_and_set(*statement)
+        if row is None:
+            return None
+        out = [_with_time(s, t) for s, t in zip(stored, row[1], strict=True)]
         self._hints.saw(out)
         return out
 
@@ -260,17 +255,22 @@ class EventStore:
         if plans is None:
             return None
         params = {**_row(s), "names": _names_array(), "after": head[0], "current": current}
-        sql = _with_plans(_INSERT_CAS, plans, params)
+        row = self._compare_and_set(_with_plans(_INSERT_CAS, plans, params), params)
+        if row is None:
+            return None
+        stored = _with_time(s, row[0])
+        self._hints.saw([stored])
+        return stored
+
+    def _compare_and_set(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """Run a compare-and-set append in autocommit: its row, or None when it lost the race (nothing written)."""
         with _autocommit(self.engine) as raw:
             try:
-                recorded = _fetch_one(raw, sql, params)[0]
+                return _fetch_one(raw, sql, params)
             except pg_errors.DatabaseError as exc:
                 if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
                     return None
                 raise
-        stored = _with_time(s, recorded)
-        self._hints.saw([stored])
-        return stored
 
     def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
         prepared = [(e, *_type_and_data(e)) for e in events]
