@@ -1,4 +1,4 @@
-"""The append-only, hash-chained event log on PostgreSQL: append (with inline projection) and read."""
+"""The append-only, hash-chained event log on PostgreSQL: appends, with inline projection (reads: service.eventread)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import functools
 import re
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -20,6 +19,7 @@ from projections import apply_events, dumps, loads
 from projections.registry import Statement, plan_events, projector_names
 from service.db import has_nul
 from service.errors import ConcurrencyError
+from service.eventread import ChainReport, EventReader, row_to_event
 from service.events import NewEvent, StoredEvent, event_address, normalize_json
 from service.validation import InvalidArgument
 
@@ -87,45 +87,8 @@ _RACED = "SB409"  # substrate_appended's SQLSTATE
 # A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
 _BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
-_COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Batches above this size go through COPY instead of one INSERT per row.
 _COPY_THRESHOLD = 64
-
-
-def row_to_event(row: Sequence[Any]) -> StoredEvent:
-    """Build a StoredEvent from a row selected as ``_COLUMNS`` (data as text)."""
-    return StoredEvent(
-        seq=row[0],
-        stream=row[1],
-        version=row[2],
-        type=row[3],
-        data=loads(row[4]),
-        principal=row[5],
-        scope=row[6],
-        recorded_at=row[7],
-        event_id=row[8],
-        prev=row[9],
-    )
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """The outcome of re-walking the chain: intact, or the first bad seq and why."""
-
-    events: int
-    ok: bool
-    first_bad_seq: int | None = None
-    reason: str = ""
-    head: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "events": self.events,
-            "ok": self.ok,
-            "first_bad_seq": self.first_bad_seq,
-            "reason": self.reason,
-            "head": self.head,
-        }
 
 
 class _Hints:
@@ -152,7 +115,7 @@ class _Hints:
 _HINTS: weakref.WeakKeyDictionary[Engine, _Hints] = weakref.WeakKeyDictionary()
 
 
-class EventStore:
+class EventStore(EventReader):
     """Appends events in one transaction (chain lock, version check, insert, inline projection) and reads them."""
 
     def __init__(self, engine: Engine) -> None:
@@ -343,101 +306,6 @@ class EventStore:
                     [{**r, "recorded": recorded} for r in rows],
                 )
         return [_with_time(s, recorded) for s in stored]
-
-    def stream_version(self, stream: str, conn: Connection | None = None) -> int:
-        """The current version of ``stream`` (0 when it has no events)."""
-        sql = text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s")
-        if conn is not None:
-            return int(conn.execute(sql, {"s": stream}).scalar_one())
-        with self.engine.connect() as c:
-            return int(c.execute(sql, {"s": stream}).scalar_one())
-
-    def head(self) -> int:
-        """The seq of the last committed event (0 for an empty log)."""
-        with self.engine.connect() as c:
-            return int(c.execute(text("SELECT seq FROM log_head WHERE id = 1")).scalar_one())
-
-    def read(
-        self,
-        *,
-        since: int = 0,
-        until: int | None = None,
-        stream: str | None = None,
-        types: Sequence[str] | None = None,
-        limit: int | None = None,
-        batch: int = 5000,
-        scopes: Sequence[str] | None = None,
-    ) -> Iterator[StoredEvent]:
-        """Events with ``since < seq <= until`` (only of ``scopes`` when given) in seq order, streamed in batches."""
-        where = ["seq > :after"]
-        params: dict[str, Any] = {}
-        if until is not None:
-            where.append("seq <= :until")
-            params["until"] = until
-        if stream is not None:
-            where.append("stream = :stream")
-            params["stream"] = stream
-        if types:
-            where.append("type = ANY(CAST(:types AS text[]))")
-            params["types"] = list(types)
-        if scopes is not None:
-            where.append("scope = ANY(CAST(:scopes AS text[]))")
-            params["scopes"] = list(scopes)
-        sql = text(f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT :lim")
-        after, remaining = since, limit
-        while remaining is None or remaining > 0:
-            n = batch if remaining is None else min(batch, remaining)
-            with self.engine.connect() as c:
-                rows = c.execute(sql, {**params, "after": after, "lim": n}).all()
-            for r in rows:
-                yield row_to_event(r)
-            if len(rows) < n:
-                return
-            after = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
-
-    def verify_chain(self, conn: Connection | None = None) -> ChainReport:
-        """Re-walk every event: seq contiguity, prev links and each content address; the first break wins."""
-        expected_prev: str | None = None
-        expected_seq = 1
-        count = 0
-        last_time = None
-        for e in self.read():
-            count += 1
-            if e.seq != expected_seq:
-                return ChainReport(count, False, expected_seq, f"seq {expected_seq} is missing (next is {e.seq})")
-            if e.prev != expected_prev:
-                return ChainReport(count, False, e.seq, "prev does not match the previous event's address")
-            actual = event_address(
-                stream=e.stream,
-                version=e.version,
-                type=e.type,
-                data=e.data,
-                principal=e.principal,
-                scope=e.scope,
-                prev=e.prev,
-            )
-            if actual != e.event_id:
-                return ChainReport(count, False, e.seq, "content does not match its event_id (edited)")
-            # recorded_at is outside the address, but appends stamp it under the chain lock, so it never
-            # decreases with seq: a backdated (or postdated) event shows up as an inversion.
-            if last_time is not None and e.recorded_at is not None and e.recorded_at < last_time:
-                return ChainReport(count, False, e.seq, "recorded_at is earlier than the previous event's (re-dated)")
-            last_time = e.recorded_at
-            expected_prev = e.event_id
-            expected_seq += 1
-        with self.engine.connect() as c:
-            head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
-        if head_seq != expected_seq - 1 or head_id != expected_prev:
-            return ChainReport(
-                count,
-                False,
-                expected_seq if head_seq >= expected_seq else head_seq + 1,
-                f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
-            )
-        return ChainReport(count, True, head=expected_prev)
-
 
 @functools.cache
 def _names_array() -> str:
