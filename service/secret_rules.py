@@ -231,15 +231,20 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
 
 
 _COMPOUND_KEY = re.compile(r"[_.\-]|[a-z][A-Z]")
+# Only a password is written as a plain word; a plain word under a secret/token/key name is usually the name of a
+# stored secret (existingSecret: appsecret), and a bare "pass" key is too often something else (pass: through).
+_PASSWORD_KEY = re.compile(r"(?:pass(?:word|wd|phrase)|pwd|[_.\-]pass)\Z", re.IGNORECASE)
 _LINE_END = re.compile(r"[ \t]{0,64}+(?:#[^\r\n]{0,1024}+)?+(?:\r?\n|\Z)")
 _NESTED = re.compile(r"(?:^|\n)(?:[ \t]{1,64}+(?:- )?+|- )\Z")
 
 
 def _yaml_literal(key: str, key_start: int, value: str, text: str, end: int) -> bool:
-    """``db_password: supersecret`` in YAML: one lowercase word ending its line, after a compound key or a nested
-    (indented) one, is a string literal. A top-level ``Password: required`` stays prose, and camelCase or snake_case
+    """``db_password: supersecret`` in YAML: one lowercase word ending its line, after a compound or nested (indented)
+    password key, is a string literal. A top-level ``Password: required`` stays prose, and camelCase or snake_case
     words stay variables."""
     if not (len(value) >= 8 and value.isalpha() and value.islower() and _LINE_END.match(text, end) is not None):
+        return False
+    if _PASSWORD_KEY.search(key) is None:
         return False
     return _COMPOUND_KEY.search(key) is not None or _NESTED.search(text, max(0, key_start - 66), key_start) is not None
 

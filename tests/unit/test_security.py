@@ -294,6 +294,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "compass: northwest; bypass=1; pass: true"),
     ("sensitive_assignment", "api_key: apiKeyValue"),
     ("sensitive_assignment", "auth_method: password"),
+    ("sensitive_assignment", "existingSecret: appsecretname\nvolumes:\n  secret: mysecretname\n  pass: throughput"),
     ("aws_secret_key", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("private_key_base64", "certificate-authority-data: " + base64.b64encode(pem("CERTIFICATE").encode()).decode()),
     ("sensitive_assignment", "the password must be at least 8 characters"),
