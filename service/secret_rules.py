@@ -688,9 +688,21 @@ RULES: tuple[Rule, ...] = (
             # docker login [-u user] -p VALUE (podman, helm registry login, ...). A secret never ends on punctuation.
             r"(?<![\w-])login(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"
             r"(?P<s_p>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            # sshpass -p VALUE, redis-cli -a VALUE, and mysql's attached -pVALUE
+            r"(?<![\w-])(?:sshpass[ \t]{1,4}+-p|redis-cli(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-a)"
+            r"[ \t]{0,4}+['\"]?(?P<s_sp>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])mysql(?:dump|admin|import|check)?(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-p"
+            r"(?P<s_my>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
         ),
-        anchors=(r"-u[ \t=]", r"--user[ \t=]", r"--basic-auth[ \t=]", "--pass", r"-p[ \t=]"),
+        anchors=(
+            r"-u[ \t=]",
+            r"--user[ \t=]",
+            r"--basic-auth[ \t=]",
+            "--pass",
+            r"-p(?<=[ \t]-p)",
+            r"-a(?<=[ \t]-a)",
+        ),
     ),
     # A credential-named element or setting written as markup or a call, not as key = value: <password>v</password>,
     # <add key="ApiKey" value="v"/>, PHP's define('DB_PASSWORD', 'v').
