@@ -4,7 +4,7 @@ The caller's thread numbers and addresses each batch as if it followed the batch
 from the head this engine last saw), then hands it to the writer, which writes it in one compare-and-set statement
 (``EventStore.insert_stamped``). The database works on one batch while Python works on the next: each side is
 about half of a bulk append. When another writer got in between, the statement writes nothing, and the batch (and
-the one stamped after it) are appended again the ordinary way, under the chain lock, in order.
+the ones after it, for a while) are appended the ordinary way instead, under the chain lock, in order.
 
 Batches commit one by one, in submission order; ``on_written`` runs on the caller's thread for each, with the
 stored events, once it is committed. An error in a batch stops the appender and is raised to the caller; batches
@@ -59,14 +59,13 @@ class BulkAppender:
         if not events:
             return
         batch = _Batch(events, context, versions)
-        stampable = all(e.expected_version is None for e in events) and self._direct == 0
-        self._direct = max(0, self._direct - 1)
-        if stampable:
-            self._stamp(batch)
-        if self._settle() and stampable:
-            batch.versions = None  # read again: the batch before it was appended the ordinary way
-            self._stamp(batch)
-        if batch.stamped is None or batch.statement is None:
+        fast = self._direct == 0 and all(e.expected_version is None for e in events)
+        if fast:
+            self._stamp(batch)  # while the batch in flight is being written
+        if self._settle():
+            fast = False  # that batch lost its race and went through the lock: this one does too
+        if not fast or batch.statement is None:
+            self._direct = max(0, self._direct - 1)
             self._append_now(batch)
             return
         if self._pool is None:
