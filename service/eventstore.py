@@ -390,23 +390,8 @@ def _psycopg_sql(sql: str) -> str:
     return _BIND.sub(lambda m: f"%({m.group(1)})s", sql.replace("%", "%%"))
 
 
-def _row(s: StoredEvent) -> dict[str, Any]:
-    """The column values of one event row (data serialized for jsonb)."""
-    return {
-        "seq": s.seq,
-        "stream": s.stream,
-        "version": s.version,
-        "type": s.type,
-        "data": dumps(s.data),
-        "principal": s.principal,
-        "scope": s.scope,
-        "event_id": s.event_id,
-        "prev": s.prev,
-    }
-
-
 def _event_row(s: StoredEvent) -> dict[str, Any]:
-    """One event as a row of _INSERT_BATCH_CAS's JSON document (data nested, not serialized twice)."""
+    """One event's column values, data as a structure (a row of _INSERT_BATCH_CAS's JSON document)."""
     return {
         "seq": s.seq,
         "stream": s.stream,
@@ -418,6 +403,11 @@ def _event_row(s: StoredEvent) -> dict[str, Any]:
         "event_id": s.event_id,
         "prev": s.prev,
     }
+
+
+def _row(s: StoredEvent) -> dict[str, Any]:
+    """One event's column values, data serialized for a jsonb parameter."""
+    return {**_event_row(s), "data": dumps(s.data)}
 
 
 def _with_time(s: StoredEvent, recorded: Any) -> StoredEvent:
