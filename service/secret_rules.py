@@ -45,6 +45,14 @@ _STOPWORDS = frozenset(
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _DIGEST = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[:=\-$]?[0-9a-fA-F]{16,128}", re.IGNORECASE)
 _PATH = re.compile(r"(?:/|\./|\.\./|~/|[A-Za-z]:\\)")
+# Stored password verifiers, not passwords: PostgreSQL SCRAM and md5, MySQL native, Django pbkdf2/bcrypt/argon2,
+# crypt(3) ($1$/$5$/$6$/$2b$/$y$).
+_PASSWORD_HASH = re.compile(
+    r"SCRAM-SHA-256\$\d{1,10}:[A-Za-z0-9+/=]{1,256}\$[A-Za-z0-9+/=]{1,256}:[A-Za-z0-9+/=]{1,256}"
+    r"|md5[0-9a-f]{32}|\*[0-9A-F]{40}"
+    r"|(?:pbkdf2_sha(?:1|256)|bcrypt(?:_sha256)?|argon2|scrypt)\$[A-Za-z0-9+/=.$,\-]{8,512}"
+    r"|\$(?:1|2[abxy]?|5|6|y|argon2(?:id|i|d))\$[A-Za-z0-9+/=.$,\-]{8,512}"
+)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://")
 _NUMBER = re.compile(r"[-+]?\d{1,64}(?:\.\d{1,64})?")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]{0,64}(?:\.[A-Za-z_$][\w$]{0,64}){1,16}")
@@ -82,6 +90,8 @@ def assignment_value_ok(value: str, *, quoted: bool, sep: str = "=", spaced: boo
         return False  # prose or a validation message ("password": "must be at least 8 characters")
     if _UUID.fullmatch(v) or _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
         return False  # an id, a digest, a path, a URL, or a version / IP / OID
+    if _PASSWORD_HASH.fullmatch(v):
+        return False  # a password hash (what a database stores), not the password
     if _COLOR.fullmatch(v):
         return False  # a style sheet's colour (Token: "#ddd0c0")
     if _NAME.fullmatch(v) and _KEY_TAIL.search(v) and not (v.isalpha() and v.islower()):
@@ -647,7 +657,7 @@ RULES: tuple[Rule, ...] = (
             r"(?i:(?<![A-Za-z0-9_])(?:identified[ \t]{1,8}+by"
             r"|(?:create|alter)[ \t]{1,8}+(?:user|role)[ \t]{1,8}+[^\s;']{1,128}+(?:[ \t]{1,8}+[a-z_]{1,32}+){0,6}?"
             r"[ \t]{1,8}+password))[ \t]{1,8}+'(?P<s>[^'\s]{4,256}+)'",
-            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
+            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS and not _PASSWORD_HASH.fullmatch(secret),
         ),
         anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')"),
     ),
