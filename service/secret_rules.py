@@ -242,8 +242,8 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
 
 _COMPOUND_KEY = re.compile(r"[_.\-]|[a-z][A-Z]")
 # Only a password is written as a plain word; a plain word under a secret/token/key name is usually the name of a
-# stored secret (existingSecret: appsecret), and a bare "pass" key is too often something else (pass: through).
-_PASSWORD_KEY = re.compile(r"(?:pass(?:word|wd|phrase)|pwd|[_.\-]pass)\Z", re.IGNORECASE)
+# stored secret (existingSecret: appsecret), and a "pass" key is too often something else (shadow_pass: deferred).
+_PASSWORD_KEY = re.compile(r"(?:pass(?:word|wd|phrase)|pwd)\Z", re.IGNORECASE)
 _LINE_END = re.compile(r"[ \t]{0,64}+(?:#[^\r\n]{0,1024}+)?+(?:\r?\n|\Z)")
 _NESTED = re.compile(r"(?:^|\n)(?:[ \t]{1,64}+(?:- )?+|- )\Z")
 
