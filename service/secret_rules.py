@@ -237,7 +237,16 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         return False  # existingSecret: db-credentials -- a Kubernetes Secret's name, not its content
     if not quoted and sep == ":" and _yaml_literal(key, key_start, secret, text, m.end()):
         return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced)
+    if not quoted and sep == ":" and _PASSWORD_KEY.search(key) is None and _short_and_plain(secret):
+        return False  # auth: oauth2, token: sha256, secret: v1beta1 -- a setting's name, not a credential
     return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced)
+
+
+def _short_and_plain(value: str) -> bool:
+    """Under 12 characters and not mixing upper case, lower case and digits: tokens and keys are longer than
+    that; only a password is short and plain."""
+    classes = any(c.isupper() for c in value) + any(c.islower() for c in value) + any(c.isdigit() for c in value)
+    return len(value) < 12 and classes < 3
 
 
 _COMPOUND_KEY = re.compile(r"[_.\-]|[a-z][A-Z]")

@@ -303,6 +303,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "auth_method: password"),
     ("sensitive_assignment", "existingSecret: appsecretname\nvolumes:\n  secret: mysecretname\n  pass: throughput"),
     ("sensitive_assignment", "render:\n  shadow_pass: deferred\n  password: ${{ secrets.DOCKER_PASSWORD }}"),
+    ("sensitive_assignment", "auth: oauth2\ntoken: sha256\nsecret: v1beta1\nauth: kerberos5"),
     ("aws_secret_key", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("private_key_base64", "certificate-authority-data: " + base64.b64encode(pem("CERTIFICATE").encode()).decode()),
     ("sensitive_assignment", "the password must be at least 8 characters"),
