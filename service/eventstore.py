@@ -57,8 +57,7 @@ _INSERT_ONE = (
 # the locked path. Holding the row lock until commit serializes appends exactly as the locked path does.
 _INSERT_CAS = (
     "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id "
-    " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev "
-    " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current RETURNING seq), "
+    " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev{stream_check} RETURNING seq), "
     "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
     " SELECT h.seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :event_id, :prev FROM h "
     " RETURNING recorded_at), "
@@ -66,6 +65,13 @@ _INSERT_CAS = (
     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
     "SELECT substrate_appended((SELECT recorded_at FROM e))"
 )
+# The stream check of _INSERT_CAS, for a caller's expected version (which may be ahead of the stream). A version
+# guessed from this engine's hints needs none: versions only grow, and an unchanged head event_id (a hash chain)
+# means an unchanged log, so a guess can only lag, and a lagging one collides with UNIQUE(stream, version), which
+# voids the statement just as the check would.
+_STREAM_CHECK = " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current"
+_INSERT_CAS_EXPECTED = _INSERT_CAS.replace("{stream_check}", _STREAM_CHECK)
+_INSERT_CAS_HINTED = _INSERT_CAS.replace("{stream_check}", "")
 # A whole batch stamped ahead of time (service.bulk_append) as one autocommit statement: the same compare-and-set
 # on the head, the events from one JSON document (the CTE ``ev``, which projectors' batch plans read too), every
 # inline projector's single statement and the checkpoints.
@@ -218,7 +224,8 @@ class EventStore(EventReader):
         if plans is None:
             return None
         params = {**_row(s), "names": _names_array(), "after": head[0], "current": current}
-        row = self._compare_and_set(_with_plans(_INSERT_CAS, plans, params), params)
+        sql = _INSERT_CAS_EXPECTED if e.expected_version is not None else _INSERT_CAS_HINTED
+        row = self._compare_and_set(_with_plans(sql, plans, params), params)
         if row is None:
             return None
         stored = _with_time(s, row[0])
@@ -307,6 +314,7 @@ class EventStore(EventReader):
                 )
         return [_with_time(s, recorded) for s in stored]
 
+
 @functools.cache
 def _names_array() -> str:
     """The inline projectors' names as one text[] literal (a str binds faster than a list)."""
@@ -375,7 +383,7 @@ def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -
     The statements every append runs skip SQLAlchemy's per-execute work (about 50 us each); the NUL guard
     that SQLAlchemy executions get (service.db) is applied here too.
     """
-    if has_nul(params):
+    if any("\x00" in v if type(v) is str else has_nul(v) for v in params.values()):
         raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
     with raw.cursor() as cur:
         cur.execute(_psycopg_sql(sql), params)

@@ -167,6 +167,37 @@ def test_put_over_an_item_another_engine_wrote_takes_the_next_version(store: Sub
     assert verify_store(store).ok
 
 
+def test_put_whose_guessed_version_lags_under_a_known_head_is_voided_then_appended(store: Substrate) -> None:
+    from service import SubstrateItem
+
+    store.put(SubstrateItem(kind="text", text="v1", id="lag"))  # this engine saw "lag" at version 1
+    other = Substrate(url=store.url)
+    try:
+        other.update("lag", text="v2")
+    finally:
+        other.close()
+    # A locked multi-event append tells this engine the new head, but not the new version of "lag".
+    store.events.append([_put_event("a1"), _put_event("a2")], "p")
+    head = store.events.head()
+    guess = NewEvent(stream="lag", event=ItemPut(item=_item("lag", "v3")), scope="local")
+    assert store.events._append_cas(guess, "p") is None  # version 2 is taken: the statement is void
+    assert store.events.head() == head and store.get("lag").text == "v2"  # type: ignore[union-attr]
+    store.put(SubstrateItem(kind="text", text="v3", id="lag"))
+    assert [e.version for e in store.events.read(stream="lag")] == [1, 2, 3]
+    assert store.get("lag").text == "v3"  # type: ignore[union-attr]
+    assert verify_store(store).ok
+
+
+def _item(item_id: str, body: str) -> dict[str, object]:
+    from service import SubstrateItem
+
+    return SubstrateItem(kind="text", text=body, id=item_id).to_json()
+
+
+def _put_event(item_id: str) -> NewEvent:
+    return NewEvent(stream=item_id, event=ItemPut(item=_item(item_id, item_id)), scope="local")
+
+
 def test_single_stale_event_gets_concurrency_error_and_writes_nothing(store: Substrate) -> None:
     i = store.add("text", "a")
     stale = NewEvent(stream=i, event=ItemPut(item=store.get(i).to_json()), scope="local", expected_version=0)  # type: ignore[union-attr]
