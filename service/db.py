@@ -11,6 +11,7 @@ import threading
 import uuid
 import warnings
 import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,7 @@ def _configure(server: Any, url: str) -> None:
     changed = False
     with engine.connect() as conn:
         for name, value in _SERVER_SETTINGS.items():
-            current = conn.exec_driver_sql(
-                "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
-            ).one()
+            current = conn.exec_driver_sql("SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)).one()
             if _same_setting(current[0], current[1], value):
                 continue
             conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
@@ -122,7 +121,8 @@ def embedded_server_url(pgdata: str | None = None) -> str:
                 if unclean:
                     _log.warning(
                         "embedded PostgreSQL in %s recovered from an unclean shutdown (its WAL was replayed; "
-                        "committed writes are intact, uncommitted ones were rolled back)", pgdata,
+                        "committed writes are intact, uncommitted ones were rolled back)",
+                        pgdata,
                     )
             _configure(server, server.get_uri())
             _servers[key] = server
@@ -309,11 +309,7 @@ def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None
 def ephemeral_database(server_url: str) -> Database:
     """A new, empty, migrated database on ``server_url`` (cloned from a template); dropped on close."""
     _ensure_template(server_url)
-    name = "substrate_" + uuid.uuid4().hex[:16]
-    admin = _admin_engine(server_url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
-    admin.dispose()
+    name = _take_clone(server_url)
     db_url = _driver_url(server_url, name)
     engine = _make_engine(db_url)
     db = Database(engine=engine, url=db_url, ephemeral=True)
@@ -321,6 +317,53 @@ def ephemeral_database(server_url: str) -> Database:
     return db
 
 
+def _clone_template(server_url: str) -> str:
+    name = "substrate_" + uuid.uuid4().hex[:16]
+    admin = _admin_engine(server_url)
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
+    finally:
+        admin.dispose()
+    return name
+
+
+def _take_clone(server_url: str) -> str:
+    """A fresh clone of the template: the spare made in the background after the previous open when there is one
+    (cloning takes 30-300 ms, depending on what the checkpointer is doing), and start making the next spare."""
+    with _lock:
+        spare = _spares.pop(server_url, None)
+    name = None
+    if spare is not None and spare[0] == os.getpid():  # a forked child never waits on its parent's thread
+        try:
+            name = spare[1].result()
+        except Exception:  # noqa: BLE001 - the spare failed: clone in the foreground, which raises if it must
+            name = None
+    if name is None:
+        name = _clone_template(server_url)
+    with _lock:
+        global _spare_maker
+        if server_url not in _spares:
+            if _spare_maker is None:
+                _spare_maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="substrate-spare-db")
+            _spares[server_url] = (os.getpid(), _spare_maker.submit(_clone_template, server_url))
+    return name
+
+
+# One spare clone per server, made in the background (see _take_clone); dropped at exit.
+_spares: dict[str, tuple[int, Future[str]]] = {}
+_spare_maker: ThreadPoolExecutor | None = None
+
+
 @atexit.register
 def _forget_templates() -> None:
     _template_ready.clear()
+    with _lock:
+        spares = [(url, spare) for url, (pid, spare) in _spares.items() if pid == os.getpid()]
+        _spares.clear()
+    for url, spare in spares:
+        try:
+            name = spare.result(timeout=30)
+        except Exception:  # noqa: BLE001 - nothing was made, nothing to drop
+            continue
+        _drop_database(url, name)
