@@ -118,9 +118,7 @@ def plan(events: Sequence[Any]) -> list[Statement] | None:
     ops = _ops(events)
     if len(events) > 1 and ops:
         return None
-    return [
-        (_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops
-    ]
+    return [(_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops]
 
 
 register(

@@ -16,9 +16,7 @@ __all__ = ["PROPOSAL_EVENTS", "apply"]
 
 PROPOSAL_EVENTS = frozenset({"PromotionProposed", "PromotionApproved", "PromotionRejected"})
 
-_APPROVER = text(
-    "INSERT INTO approvers (seq, scope, who, by, bootstrap) VALUES (:seq, :scope, :who, :by, :bootstrap)"
-)
+_APPROVER = text("INSERT INTO approvers (seq, scope, who, by, bootstrap) VALUES (:seq, :scope, :who, :by, :bootstrap)")
 _PROPOSAL = text(
     "INSERT INTO proposals (item_id, seq, status, from_scope, to_scope, by, proposer, reason, item_digest, entry, "
     "recorded_at) VALUES (:item_id, :seq, :status, :from_scope, :to_scope, :by, :proposer, :reason, :item_digest, "

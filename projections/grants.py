@@ -28,8 +28,13 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
             mode = d["mode"]
             conn.execute(
                 _GRANT,
-                {"p": d["principal"], "s": d["scope"], "r": mode in ("read", "readwrite"),
-                 "w": mode in ("write", "readwrite"), "seq": e.seq},
+                {
+                    "p": d["principal"],
+                    "s": d["scope"],
+                    "r": mode in ("read", "readwrite"),
+                    "w": mode in ("write", "readwrite"),
+                    "seq": e.seq,
+                },
             )
         else:
             conn.execute(_REVOKE, {"p": d["principal"], "s": d["scope"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,12 +15,15 @@ from sqlalchemy.engine import Connection
 from projections.canonical import clear_digest_memo
 
 __all__ = [
+    "BIND",
     "PROJECTORS",
     "Projector",
     "Statement",
     "apply_events",
     "lazy_projectors",
+    "plan_apply",
     "plan_events",
+    "plans_as_ctes",
     "projector_names",
     "read_model_tables",
     "run_plan",
@@ -84,10 +88,11 @@ def read_model_tables() -> list[tuple[str, str]]:
     return out
 
 
-_SET_CHECKPOINTS = text(
+_SET_CHECKPOINTS_SQL = (
     "INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
     "ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
 )
+_SET_CHECKPOINTS = text(_SET_CHECKPOINTS_SQL)
 
 
 def projector_names() -> list[str]:
@@ -145,6 +150,50 @@ def plan_events(events: Sequence[Any], *, single: bool = False, shared: bool = F
     finally:
         clear_digest_memo()
     return out
+
+
+# The replay's batch as the CTE ``ev`` that batch plans read (the events are in the log already: only their
+# seqs, digests and positions travel, as in the batch append).
+_FROM_LOG = (
+    "WITH ev AS MATERIALIZED (SELECT seq, version, data FROM public.events WHERE seq BETWEEN :lo AND :hi)"
+    "{projections} SELECT 1"
+)
+
+
+def plan_apply(events: Sequence[Any]) -> list[Statement] | None:
+    """``apply_events(conn, events)`` (inline projectors, checkpoints included) as statements, or None when a
+    projector cannot plan this batch and must ``apply`` it. ``events`` are a stretch of the stored log (consecutive
+    seqs): the projectors that can read them from it do, in one statement."""
+    if not events:
+        return []
+    checkpoints = (_SET_CHECKPOINTS_SQL, {"names": projector_names(), "seq": events[-1].seq})
+    shared = plan_events(events, single=True, shared=True)
+    if shared:
+        params: dict[str, Any] = {"lo": events[0].seq, "hi": events[-1].seq}
+        return [(_FROM_LOG.format(projections=plans_as_ctes(shared, params)), params), checkpoints]
+    planned = plan_events(events)
+    if planned is None:
+        return None
+    return [*planned, checkpoints]
+
+
+# A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
+BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
+
+
+def plans_as_ctes(plans: Sequence[Statement], params: dict[str, Any]) -> str:
+    """Planned statements as further data-modifying CTEs (``, p0 AS (...), p1 AS (...)``) of one statement; their
+    parameters go into ``params``, prefixed (``p{i}_``) so that none can collide."""
+    out = []
+    for i, (sql, values) in enumerate(plans):
+        out.append(_cte(i, sql))
+        params.update({f"p{i}_{k}": v for k, v in values.items()})
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _cte(i: int, sql: str) -> str:
+    return f", p{i} AS ({BIND.sub(lambda m: f':p{i}_{m.group(1)}', sql)})"
 
 
 @functools.lru_cache(maxsize=256)

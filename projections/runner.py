@@ -11,7 +11,15 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections.jsonutil import loads
-from projections.registry import apply_events, cache_tables, lazy_projectors, projector_names, read_model_tables
+from projections.pipeline import LogReader, PlanWriter
+from projections.registry import (
+    apply_events,
+    cache_tables,
+    lazy_projectors,
+    plan_apply,
+    projector_names,
+    read_model_tables,
+)
 
 __all__ = [
     "RebuildReport",
@@ -131,26 +139,39 @@ def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
     return counts, digests
 
 
+def _decode(r: Any) -> _Row:
+    return _Row(r[0], r[1], r[2], r[3], loads(r[4]), r[5], r[6], r[7], r[8], r[9])
+
+
 def _replay(
     conn: Connection, until: int | None, progress: Callable[[int], None] | None, batch: int, *, lazy: bool = False
 ) -> int:
-    where = "" if until is None else f"WHERE seq <= {int(until)}"
-    raw = conn.connection.driver_connection
-    assert raw is not None
+    """Apply the log (up to ``until``) to the read models in ``conn``'s transaction, pipelined (projections.pipeline):
+    a reader thread streams and decodes the log, this thread plans, a writer thread runs the plans on ``conn``."""
+    # The log as this transaction sees it: everything up to its head is committed, so the reader's own
+    # connection sees exactly these events.
+    bound = int(conn.execute(text("SELECT seq FROM public.log_head WHERE id = 1")).scalar_one())
+    if until is not None:
+        bound = min(bound, int(until))
+    sql = f"SELECT {_COLUMNS} FROM public.events WHERE seq <= %(bound)s ORDER BY seq"
     total = 0
-    # A server-side cursor streams the log without holding it all in memory.
-    with raw.cursor(name="replay_" + uuid.uuid4().hex[:8]) as cur:
-        cur.itersize = batch
-        cur.execute(f"SELECT {_COLUMNS} FROM public.events {where} ORDER BY seq")
-        while True:
-            rows = cur.fetchmany(batch)
-            if not rows:
-                break
-            events = [_Row(r[0], r[1], r[2], r[3], loads(r[4]), r[5], r[6], r[7], r[8], r[9]) for r in rows]
-            apply_events(conn, events, lazy=lazy)
+    reader = LogReader(conn.engine, sql, {"bound": bound}, batch, _decode)
+    writer = PlanWriter(conn)
+    try:
+        for events in reader:
+            statements = None if lazy else plan_apply(events)
+            if statements is None:
+                writer.drain()
+                apply_events(conn, events, lazy=lazy)
+            else:
+                writer.submit(statements)
             total += len(events)
             if progress is not None:
                 progress(total)
+        writer.drain()
+    finally:
+        writer.close()
+        reader.close()
     return total
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -16,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
-from projections.registry import Statement, plan_events, projector_names
+from projections.registry import BIND, Statement, plan_events, plans_as_ctes, projector_names
 from service.db import has_nul
 from service.errors import ConcurrencyError
 from service.eventread import ChainReport, EventReader, row_to_event
@@ -90,8 +89,6 @@ _INSERT_BATCH_CAS = (
     "SELECT substrate_appended((SELECT max(recorded_at) FROM e)), (SELECT array_agg(recorded_at ORDER BY seq) FROM e)"
 )
 _RACED = "SB409"  # substrate_appended's SQLSTATE
-# A bind parameter in projector SQL, as SQLAlchemy's text() finds them (not the second colon of a cast).
-_BIND = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
 # Batches above this size go through COPY instead of one INSERT per row.
 _COPY_THRESHOLD = 64
@@ -339,17 +336,7 @@ def _stamp(
 
 def _with_plans(sql: str, plans: Sequence[Statement], params: dict[str, Any]) -> str:
     """``sql`` with each planned projector statement as a further CTE; their parameters go into ``params``."""
-    ctes = []
-    for i, (plan_sql, values) in enumerate(plans):
-        ctes.append(_cte(i, plan_sql))
-        params.update({f"p{i}_{k}": v for k, v in values.items()})
-    return sql.format(projections="".join(ctes))
-
-
-@functools.lru_cache(maxsize=256)
-def _cte(i: int, sql: str) -> str:
-    """A planned statement as the i-th CTE, its parameters prefixed (``p{i}_``) so that none can collide."""
-    return f", p{i} AS ({_BIND.sub(lambda m: f':p{i}_{m.group(1)}', sql)})"
+    return sql.format(projections=plans_as_ctes(plans, params))
 
 
 def _driver(conn: Connection) -> psycopg.Connection[Any]:
@@ -395,7 +382,7 @@ def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -
 @functools.lru_cache(maxsize=256)
 def _psycopg_sql(sql: str) -> str:
     """SQLAlchemy-style ``:name`` parameters as psycopg's ``%(name)s`` (a handful of shapes, converted once)."""
-    return _BIND.sub(lambda m: f"%({m.group(1)})s", sql.replace("%", "%%"))
+    return BIND.sub(lambda m: f"%({m.group(1)})s", sql.replace("%", "%%"))
 
 
 def _event_row(s: StoredEvent) -> dict[str, Any]:
