@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from service.action import Action, Step, action_features, relevance_of, score_action
+from service.action import Action, Step, action_features, call_earned_relevance, relevance_of, score_action
 from service.action_builders import (
     compute_action,
     create_action,
@@ -131,7 +131,7 @@ def _earned(action: Action, question: str, raw: Any) -> float:
         value = relevance_of(action, question)
     else:
         try:
-            value = float(action.earned_relevance(question, raw))
+            value = float(call_earned_relevance(action.earned_relevance, question, raw))
         except Exception:  # noqa: BLE001 - an unmeasurable result earns nothing, it does not abort the loop
             return 0.0
     return min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
@@ -193,7 +193,8 @@ def investigate(
     for i, action in enumerate(pool):
         if not isinstance(action, Action):
             raise InvalidArgument(f"actions[{i}] must be an Action, got {action!r}")
-        require_finite(action.cost, f"actions[{i}].cost")
+        # Action is mutable, so a cost valid at construction may not be valid now (MXR-080-0254).
+        require_finite(action.cost, f"actions[{i}] ({action.name!r}) cost")
     if not callable(answerer):
         raise InvalidArgument(f"answerer must be callable, got {answerer!r}")
     min_evidence = require_count(min_evidence, "min_evidence")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Callable
@@ -25,17 +26,46 @@ def content_tokens(text: str) -> set[str]:
     return {t for t in _WORD.findall(str(text).lower()) if t not in _STOP}
 
 
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """``fn``'s call signature, or None when Python cannot determine one (some builtins and C callables)."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def binds(signature: inspect.Signature, *args: Any) -> bool:
+    """Whether a call with ``args`` fits ``signature``: picks a call form without calling (and so never retries)."""
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def call_earned_relevance(fn: Callable[..., Any], question: str, fragments: Any) -> Any:
+    """Call an ``earned_relevance`` hook in its declared form: ``fn()`` if it takes no arguments, else two.
+
+    The form is read from the signature once, so a TypeError raised inside the hook is never retried.
+    """
+    signature = signature_of(fn)
+    if signature is not None and binds(signature) and not binds(signature, question, fragments):
+        return fn()
+    return fn(question, fragments)
+
+
 def _overlap(action: Action, question: str) -> float:
     q = content_tokens(question)
     return len(q & content_tokens(action.description)) / len(q) if q else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class Action:
     """One evidence-acquiring move: run it on a question, get back evidence fragments, at a cost.
 
-    ``earned_relevance(question, fragments) -> float`` (optional) reports how much confidence the
-    fragments ``run`` actually returned earn; without it a fired step falls back to ``relevance_of``.
+    ``earned_relevance`` (optional; ``(question, fragments) -> float`` or ``() -> float``) reports how much
+    confidence the fragments ``run`` returned earn; without it a fired step falls back to ``relevance_of``.
+    Mutable, so ``investigate`` re-validates every cost before ranking (MXR-080-0254).
     """
 
     name: str
@@ -44,7 +74,7 @@ class Action:
     cost: float = 1.0
     description: str = ""
     base_score: float = 0.0
-    earned_relevance: Callable[[str, Any], float] | None = None
+    earned_relevance: Callable[..., float] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -57,9 +87,8 @@ class Action:
             raise InvalidArgument(f"Action.earned_relevance must be callable or None, got {self.earned_relevance!r}")
         if not isinstance(self.description, str):
             raise InvalidArgument(f"Action.description must be a string, got {self.description!r}")
-        # Frozen: the validated cost can never be swapped for a negative or NaN one afterwards.
-        object.__setattr__(self, "cost", require_finite(self.cost, "Action.cost"))
-        object.__setattr__(self, "base_score", require_finite(self.base_score, "Action.base_score"))
+        self.cost = require_finite(self.cost, f"Action {self.name!r} cost")
+        self.base_score = require_finite(self.base_score, f"Action {self.name!r} base_score")
 
 
 @dataclass(frozen=True)
@@ -87,7 +116,7 @@ def relevance_of(action: Action, question: str) -> float:
 
 def score_action(action: Action, question: str) -> float:
     """EIG-per-cost proxy: ``relevance_of / cost``; a free action scores +inf if on-topic, else 0.0."""
-    cost = require_finite(action.cost, "Action.cost")
+    cost = require_finite(action.cost, f"Action {action.name!r} cost")
     relevance = relevance_of(action, question)
     if cost == 0.0:
         return math.inf if relevance > 0.0 else 0.0

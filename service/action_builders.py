@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from service.action import Action
+from service.action import Action, binds, signature_of
 from service.validation import InvalidArgument, require_count, require_finite
 
 __all__ = ["compute_action", "create_action", "delegate_action", "retrieve_action", "simulate_action"]
@@ -73,26 +73,53 @@ def retrieve_action(
     )
 
 
-def _call_skill(skill: Any, question: str) -> Any:
+def _call_skill_guessing(skill: Any, question: str) -> Any:
+    """Fallback for a skill with no inspectable signature: try the question, on TypeError call it bare."""
     try:
         return skill(question)
     except TypeError as with_question:
-        # The Skill protocol: a skill that takes no question is called bare.
         try:
             return skill()
         except TypeError:
             raise with_question from None
 
 
+def _skill_caller(skill: Any) -> Callable[[str], Any]:
+    """How to call ``skill`` on a question, decided once from its signature (SUPPLEMENT: Skill protocol).
+
+    A skill that accepts the question gets exactly one call with it, so a TypeError raised inside its
+    body surfaces as the step's failure instead of triggering a bare retry.
+    """
+    signature = signature_of(skill)
+    if signature is None:
+        return lambda question: _call_skill_guessing(skill, question)
+    if binds(signature, ""):
+        return lambda question: skill(question)
+    return lambda question: skill()
+
+
+def _usable_name(value: Any) -> str | None:
+    # "<lambda>" and other "<...>" placeholders say nothing about what the skill computes.
+    if not isinstance(value, str) or not value.strip() or (value.startswith("<") and value.endswith(">")):
+        return None
+    return value
+
+
+def _skill_name(skill: Any) -> str:
+    """The skill's ``name`` attribute, else its function name, else ``"compute"`` (e.g. for a lambda)."""
+    return _usable_name(getattr(skill, "name", None)) or _usable_name(getattr(skill, "__name__", None)) or "compute"
+
+
 def compute_action(skill: Any, *, name: str | None = None, cost: float = 1.0, description: str | None = None) -> Action:
     """A COMPUTE action that runs a Skill and reports ``"<name> => <result>"`` (no fragment for ``None``)."""
     if not callable(skill):
         raise InvalidArgument(f"skill must be callable, got {skill!r}")
-    label = name or getattr(skill, "name", None) or getattr(skill, "__name__", None) or "compute"
+    label = name or _skill_name(skill)
     desc = description if description is not None else str(getattr(skill, "description", "") or "")
+    call = _skill_caller(skill)
 
     def _run(question: str) -> list[str]:
-        result = _call_skill(skill, question)
+        result = call(question)
         return [] if result is None else [f"{label} => {result}"]
 
     return Action(name=str(label), kind="compute", run=_run, cost=cost, description=desc)

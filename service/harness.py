@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.act import Action, Investigation
+from service.action import call_earned_relevance
 from service.harness_registry import find_harnesses, register_harness
 from service.validation import InvalidArgument, require_count, require_finite, require_name
 
@@ -70,7 +71,11 @@ def _redacting(action: Action) -> Action:
     earned = action.earned_relevance
     if earned is None:
         return dataclasses.replace(action, run=run)
-    return dataclasses.replace(action, run=run, earned_relevance=lambda q, frs: earned(q, getattr(frs, "origin", frs)))
+    return dataclasses.replace(
+        action,
+        run=run,
+        earned_relevance=lambda q, frs: call_earned_relevance(earned, q, getattr(frs, "origin", frs)),
+    )
 
 
 @dataclass

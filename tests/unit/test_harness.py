@@ -155,6 +155,13 @@ def test_redaction_wrapper_keeps_retrieval_earned_relevance():
     assert result.investigation.steps[0].relevance == pytest.approx(2 / 3)
 
 
+def test_redaction_wrapper_keeps_a_zero_argument_earned_relevance():
+    action = Action("r", "retrieve", run=lambda q: ["tickets fact"], description="tickets", earned_relevance=lambda: 0.9)
+    result = Harness(Reasoner(echo, actions=[action]), name="h").handle("tickets")
+    assert result.status == "answered"
+    assert result.investigation.steps[0].relevance == pytest.approx(0.9)
+
+
 def test_on_result_sees_every_result_and_its_failure_is_swallowed():
     seen = []
     harness = Harness(Reasoner(echo), name="h", on_result=lambda r: seen.append(r.status))
