@@ -33,15 +33,33 @@ PUBLIC = "public"
 ACCESS_MODES = ("read", "write", "readwrite")
 
 
+def _absent(name: Any) -> bool:
+    """Whether ``name`` is no name at all (None, empty or blank): an identity no policy can ever authorize."""
+    return name is None or (isinstance(name, str) and not name.strip())
+
+
 class AccessDeniedError(PermissionError):
     """Raised when a principal is not authorized for the scope it tried to read, write, or publish."""
 
-    def __init__(self, principal: str, scope: str, mode: str, detail: str = "") -> None:
+    def __init__(self, principal: str | None, scope: str, mode: str, detail: str = "") -> None:
         self.principal = principal
         self.scope = scope
         self.mode = mode
-        msg = f"principal {principal!r} may not {mode} scope {scope!r}"
+        if _absent(principal):
+            msg = (
+                f"an empty or missing principal ({principal!r}) may not {mode} scope {scope!r}; "
+                "a non-empty, authenticated principal is required"
+            )
+        else:
+            msg = f"principal {principal!r} may not {mode} scope {scope!r}"
         super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+def _require_principal(by: Any, scope: str, mode: str, *, name: str = "by", detail: str = "") -> str:
+    """``by`` as an acting principal: an empty or missing one is refused (AccessDeniedError), a non-string is invalid."""
+    if _absent(by):
+        raise AccessDeniedError(by, scope, mode, detail)
+    return require_name(by, name)
 
 
 def _names(principal: Any, scope: Any) -> tuple[str, str]:
@@ -88,15 +106,20 @@ class AccessPolicy:
             table.get(p, set()).discard(s)
         return self
 
-    def can_read(self, principal: str, scope: str) -> bool:
-        """Whether principal may read items in scope."""
+    def _may(self, principal: Any, scope: Any, mode: str) -> bool:
+        # No identity (an empty or missing principal or scope) is a denial, not an error; a non-string still raises.
+        if _absent(principal) or _absent(scope):
+            return False
         p, s = _names(principal, scope)
-        return _intrinsic(p, s) or self._granted(p, s, "read")
+        return _intrinsic(p, s) or self._granted(p, s, mode)
+
+    def can_read(self, principal: str, scope: str) -> bool:
+        """Whether principal may read items in scope (never an empty or missing principal)."""
+        return self._may(principal, scope, "read")
 
     def can_write(self, principal: str, scope: str) -> bool:
-        """Whether principal may write (add or publish) items into scope."""
-        p, s = _names(principal, scope)
-        return _intrinsic(p, s) or self._granted(p, s, "write")
+        """Whether principal may write (add or publish) items into scope (never an empty or missing principal)."""
+        return self._may(principal, scope, "write")
 
     def require_read(self, principal: str, scope: str) -> None:
         """Raise AccessDeniedError unless principal may read scope."""
@@ -148,7 +171,9 @@ class _LivePolicy(AccessPolicy):
             return bool(c.execute(sql, {"p": principal, "s": scope}).scalar())
 
     def readable(self, principal: str, scopes: Iterable[str]) -> set[str]:
-        wanted = set(scopes)
+        wanted = {s for s in scopes if not _absent(s)}
+        if _absent(principal):
+            return set()
         p = require_name(principal, "principal")
         out = {s for s in wanted if _intrinsic(p, require_name(s, "scope"))}
         sql = text("SELECT scope FROM grants WHERE principal = :p AND can_read AND scope = ANY(CAST(:s AS text[]))")

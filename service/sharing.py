@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from projections import loads
-from service.access import PUBLIC, AccessPolicy, _append_as
+from service.access import PUBLIC, AccessPolicy, _append_as, _require_principal
 from service.errors import ConcurrencyError
 from service.events import ItemPublished, ItemRemoved, ItemsMerged, NewEvent
 from service.items import SubstrateItem
@@ -24,6 +25,9 @@ __all__ = ["MergeStrategy", "history", "merge_versions", "publish", "revision", 
 
 # Where an item's share version lives (a dedicated key: a caller's own provenance "version" is left alone).
 SHARE_VERSION = "share_version"
+# Revision digests are stored as "sha256:<64 hex>"; history() shows the bare hex, revision() takes either form.
+_DIGEST_PREFIX = "sha256:"
+_BARE_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class MergeStrategy(StrEnum):
@@ -55,6 +59,7 @@ def _ids(ids: Any) -> list[str]:
 
 
 def _principal(by: Any, name: str = "by") -> str:
+    """``by`` if it is a non-blank string, else InvalidArgument (governance's check; sharing refuses via access)."""
     if not isinstance(by, str) or not by.strip():
         raise InvalidArgument(f"{name} must be a non-empty, authenticated principal, got {by!r}")
     return by
@@ -88,8 +93,8 @@ def publish(
     policy: AccessPolicy | None = None,
 ) -> list[str]:
     """Share items into ``to`` (MXR-080-0264/0265): write on ``to`` checked up front, read per item; one append."""
-    by = _principal(by)
     to = require_name(to, "to")
+    by = _require_principal(by, to, "write", detail="pass by=<principal>")
     wanted = _ids(ids)
     if from_scope is not None:
         require_name(from_scope, "from_scope")
@@ -149,6 +154,40 @@ def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[
     return merged.to_json(), entry
 
 
+def _strategy(prefer: MergeStrategy | str) -> MergeStrategy:
+    """``prefer`` as a MergeStrategy; an unknown value raises ValueError (never a silent fallback)."""
+    try:
+        return MergeStrategy(prefer)
+    except ValueError:
+        raise ValueError(f"prefer must be one of {[m.value for m in MergeStrategy]}, got {prefer!r}") from None
+
+
+def _check_merge(
+    keep: SubstrateItem,
+    other: SubstrateItem,
+    by: Any,
+    policy: AccessPolicy,
+    prefer: MergeStrategy | str,
+    confirm: bool,
+) -> tuple[str, MergeStrategy]:
+    """The acting principal and strategy of a merge of two live items, checked in upstream's order.
+
+    Authorization (a principal with write on both scopes) comes before any argument check, so a caller without
+    standing learns nothing more than AccessDeniedError; then kind, then ``prefer``, then ``confirm``.
+    """
+    by = _require_principal(by, keep.scope, "write", detail="pass by=<principal>")
+    policy.require_write(by, keep.scope)
+    policy.require_write(by, other.scope)
+    if keep.id == other.id:
+        raise ValueError(f"cannot merge item {keep.id!r} into itself")
+    if keep.kind != other.kind:
+        raise ValueError(f"cannot merge a {other.kind!r} item into a {keep.kind!r} item ({other.id!r} -> {keep.id!r})")
+    strategy = _strategy(prefer)
+    if confirm is not True:
+        raise ValueError(f"merging deletes live item {other.id!r}; pass confirm=True to acknowledge it")
+    return by, strategy
+
+
 def merge_versions(
     substrate: Substrate,
     keep_id: str,
@@ -159,29 +198,18 @@ def merge_versions(
     policy: AccessPolicy | None = None,
     confirm: bool = False,
 ) -> str | None:
-    """Merge ``other_id`` into ``keep_id`` (MXR-080-0265/0266): one append of ItemsMerged + ItemRemoved."""
-    try:
-        strategy = MergeStrategy(prefer)
-    except ValueError:
-        raise ValueError(f"prefer must be one of {[m.value for m in MergeStrategy]}, got {prefer!r}") from None
+    """Merge ``other_id`` into ``keep_id`` (MXR-080-0265/0266): one append of ItemsMerged + ItemRemoved.
+
+    Checked in order: a missing id is a no-op (None); then authorization and kind; then ``prefer``; then ``confirm``.
+    """
     keep_id, other_id = require_name(keep_id, "keep_id"), require_name(other_id, "other_id")
-    if keep_id == other_id:
-        raise ValueError(f"cannot merge item {keep_id!r} into itself")
     policy = AccessPolicy() if policy is None else policy
     for _ in retries():
         live = _live(substrate, [keep_id, other_id])
         if keep_id not in live or other_id not in live:
             return None  # a no-op, decided before any authorization question
-        by = _principal(by)
-        if confirm is not True:
-            raise ValueError(f"merging deletes live item {other_id!r}; pass confirm=True to acknowledge it")
         keep, other = live[keep_id], live[other_id]
-        policy.require_write(by, keep.item.scope)
-        policy.require_write(by, other.item.scope)
-        if keep.item.kind != other.item.kind:
-            raise ValueError(
-                f"cannot merge a {other.item.kind!r} item into a {keep.item.kind!r} item ({other_id!r} -> {keep_id!r})"
-            )
+        by, strategy = _check_merge(keep.item, other.item, by, policy, prefer, confirm)
         data, entry = _merged(keep, other, by, strategy)
         events = [
             NewEvent(keep_id, ItemsMerged(item=substrate._prepare(SubstrateItem(**data), None), removed=other_id,
@@ -196,20 +224,55 @@ def merge_versions(
     raise ConcurrencyError(keep_id, -1, "merge kept colliding with other writers; gave up")
 
 
+def _bare(digest: Any) -> Any:
+    """A stored "sha256:<hex>" revision digest as its bare 64-hex form (anything else unchanged)."""
+    return digest.removeprefix(_DIGEST_PREFIX) if isinstance(digest, str) else digest
+
+
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """A stored history entry as history() shows it: upstream's key names beside by/from/to, digests bare.
+
+    Stored entries are never rewritten (events are immutable): the names are added here, at the API boundary.
+    """
+    parents, action = entry.get("parents"), entry.get("action")
+    names: dict[str, Any] = {}
+    if action == "publish":
+        names = {"published_by": entry.get("by"), "published_from": entry.get("from")}
+    elif action == "merge":
+        last = parents[-1] if isinstance(parents, list) and parents and isinstance(parents[-1], dict) else {}
+        names = {"merged_by": entry.get("by"), "merged_from": last.get("id")}
+    shown = {**names, **entry}
+    if "revision" in shown:
+        shown["revision"] = _bare(shown["revision"])
+    if isinstance(parents, list):
+        shown["parents"] = [{**p, "revision": _bare(p.get("revision"))} if isinstance(p, dict) else p for p in parents]
+    return shown
+
+
 def history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]:
-    """Every publish/merge of an item (also one merged away), oldest first: who, from, to, version, revisions."""
+    """Every publish/merge of an item (also one merged away), oldest first: who, from, to, version, revisions.
+
+    Publish entries name ``by``/``from``/``to`` and also ``published_by``/``published_from``; merge entries name
+    ``by`` and also ``merged_by``/``merged_from`` (the merged-away id). Revision digests are bare 64-hex.
+    """
     require_name(item_id, "item_id")
     sql = text("SELECT entry::text, seq, recorded_at FROM item_history WHERE item_id = :id ORDER BY seq")
     with substrate.engine.connect() as c:
         rows = c.execute(sql, {"id": item_id}).all()
-    return [{**loads(e), "seq": int(seq), "at": at.timestamp() if at is not None else None} for e, seq, at in rows]
+    return [
+        {**_shown(loads(e)), "seq": int(seq), "at": at.timestamp() if at is not None else None} for e, seq, at in rows
+    ]
 
 
 def revision(substrate: Substrate, digest: str) -> dict[str, Any] | None:
-    """The full item state recorded under ``digest`` as an independent JSON dict, or None if never recorded."""
+    """The full item state recorded under ``digest`` as an independent JSON dict, or None if never recorded.
+
+    ``digest`` may be the stored "sha256:<64 hex>" form or the bare 64-hex form history() shows.
+    """
     if not isinstance(digest, str):
         raise InvalidArgument(f"digest must be a string, got {type(digest).__name__}")
+    stored = _DIGEST_PREFIX + digest if _BARE_DIGEST.fullmatch(digest) else digest
     with substrate.engine.connect() as c:
-        doc = c.execute(text("SELECT doc::text FROM revisions WHERE digest = :d"), {"d": digest}).scalar()
+        doc = c.execute(text("SELECT doc::text FROM revisions WHERE digest = :d"), {"d": stored}).scalar()
     # Parsed fresh from the database on every call, so a caller's mutation never reaches the stored snapshot.
     return None if doc is None else loads(doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from service.access import PUBLIC, AccessPolicy, _append_as
+from service.access import PUBLIC, AccessPolicy, _append_as, _require_principal
 from service.events import ItemPut, NewEvent
 from service.items import SubstrateItem
 from service.sharing import MergeStrategy, history, merge_versions, publish, revision, version_of
@@ -39,7 +39,9 @@ class Space:
     def __init__(
         self, substrate: Substrate, team: str, *, shared: Sequence[str] = (PUBLIC,), policy: AccessPolicy | None = None
     ) -> None:
-        self.team = require_name(team, "team")
+        # The team is this Space's principal: an empty or missing one is refused like any unauthenticated caller.
+        home = team if isinstance(team, str) else ""
+        self.team = _require_principal(team, home, "read", name="team", detail="a Space's team is its principal")
         if isinstance(shared, str):
             raise InvalidArgument("shared must be a sequence of scope names, not a single string")
         self.shared: tuple[str, ...] = tuple(require_name(s, "shared scope") for s in shared)

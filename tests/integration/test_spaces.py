@@ -105,8 +105,10 @@ def test_a_multi_item_publish_is_one_append(store) -> None:  # type: ignore[no-u
 def test_publish_requires_a_principal(store) -> None:  # type: ignore[no-untyped-def]
     a = store.add("text", "a", scope="team-a")
     for by in ("", None):
-        with pytest.raises(InvalidArgument):
+        with pytest.raises(AccessDeniedError):  # no principal is a refusal, as upstream (spec: by must be non-empty)
             publish(store, [a], by=by)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        publish(store, [a], by=42)  # type: ignore[arg-type]  # a non-string is still a bad argument
     with pytest.raises(InvalidArgument):
         publish(store, a, by="team-a")  # a bare string is not a list of ids
 
@@ -216,7 +218,7 @@ def test_merge_with_a_missing_id_is_a_no_op_before_any_authorization(store) -> N
 
 def test_merge_requires_a_principal_and_two_distinct_items(store) -> None:  # type: ignore[no-untyped-def]
     keep, other = _pair(store)
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(AccessDeniedError):
         merge_versions(store, keep, other, confirm=True)
     with pytest.raises(ValueError):
         merge_versions(store, keep, keep, by="team-a", confirm=True)

@@ -66,8 +66,12 @@ def test_denial_is_a_permission_error_naming_principal_scope_and_mode() -> None:
 
 @pytest.mark.parametrize("bad", ["", "  ", None, 3])
 def test_blank_or_non_string_names_are_rejected(bad: object) -> None:
-    with pytest.raises(InvalidArgument):
-        AccessPolicy().can_read(bad, "x")  # type: ignore[arg-type]
+    if bad == 3:
+        with pytest.raises(InvalidArgument):
+            AccessPolicy().can_read(bad, "x")  # type: ignore[arg-type]
+    else:  # no principal is never authorized: a refusal, not an error
+        assert AccessPolicy().can_read(bad, "x") is False  # type: ignore[arg-type]
+        assert AccessPolicy().can_write(bad, "x") is False  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument):
         AccessPolicy().grant_read("team-a", bad)  # type: ignore[arg-type]
 
