@@ -1,9 +1,10 @@
 """Calibrated beliefs in the log: harvest claims, assimilate and retract evidence as events, retrieve by credence.
 
 ``assimilate``/``retract`` append ``EvidenceAssimilated``/``EvidenceRetracted`` on the belief's own stream,
-carrying the resulting belief item and the entry. Verification (MXR-080-0243) and anti-laundering
-(MXR-080-0244) are decided once, here, through an access policy, and recorded on the entry, so the
-``beliefs`` projection replays every credence exactly without re-resolving anything.
+carrying the resulting belief item and the entry (a belief created with no evidence is one ``ItemPut`` of
+it). Verification (MXR-080-0243) and anti-laundering (MXR-080-0244) are decided once, here, through an
+access policy, and recorded on the entry, so the ``beliefs`` projection replays every credence exactly
+without re-resolving anything.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from service.belief_model import (  # _TIER_STRENGTH: the spec names it here
 )
 from service.belief_query import retrieve_beliefs
 from service.errors import ConcurrencyError, SubstrateError
-from service.events import EvidenceAssimilated, EvidenceRetracted, NewEvent
+from service.events import EvidenceAssimilated, EvidenceRetracted, ItemPut, NewEvent
 from service.items import DEFAULT_SCOPE
 from service.retry import retries
 from service.validation import InvalidArgument, require_name
@@ -205,6 +206,28 @@ def _guarded_claim(sub: Substrate, claim: Claim, scope: str) -> Claim:
     return belief_from_item(data).claim
 
 
+def _evidence_events(
+    sub: Substrate, belief: BeliefItem, raws: list[dict[str, Any]], version: int, created_at: float, policy: Any
+) -> tuple[list[NewEvent], dict[str, Any]]:
+    """One EvidenceAssimilated per entry, applied to ``belief`` in place; returns them and the final item."""
+    events, data = [], {}
+    for i, (entry, record) in enumerate(_decide(sub, raws, belief.id, belief.scope, policy)):
+        belief.evidence_history.append(entry)
+        belief.credence = credence_from_history(belief.evidence_history)
+        data = sub._prepare(belief_to_item(belief, created_at), None)
+        event = EvidenceAssimilated(item=data, entry=record)
+        events.append(NewEvent(stream=belief.id, event=event, scope=belief.scope, expected_version=version + i))
+    return events, data
+
+
+def _creation(
+    sub: Substrate, belief: BeliefItem, version: int, created_at: float
+) -> tuple[list[NewEvent], dict[str, Any]]:
+    """No evidence for a new belief: one ItemPut of it at the 0.5 prior, with an empty trail."""
+    data = sub._prepare(belief_to_item(belief, created_at), None)
+    return [NewEvent(stream=belief.id, event=ItemPut(item=data), scope=belief.scope, expected_version=version)], data
+
+
 def assimilate(
     sub: Substrate, claim: Claim | str, evidence: Any, *, scope: str = DEFAULT_SCOPE, policy: Any = None
 ) -> BeliefItem:
@@ -212,7 +235,8 @@ def assimilate(
 
     Entries are ``{"source_id", "tier", "direction": "+"/"-", "weight", "time"}`` (MXR-080-0242). A tier
     above model assertion counts only when ``source_id`` resolves through ``policy``'s view of ``scope``
-    (MXR-080-0243); a cycle or an ungrounded belief source is stored at weight 0 (MXR-080-0244).
+    (MXR-080-0243); a cycle or an ungrounded belief source is stored at weight 0 (MXR-080-0244). Empty
+    ``evidence`` creates the belief at the 0.5 prior if it is new, and leaves an existing one untouched.
     """
     claim = Claim(text=claim) if isinstance(claim, str) else claim
     if not isinstance(claim, Claim):
@@ -230,15 +254,15 @@ def assimilate(
             found = c.execute(_BY_KEY, {"scope": scope, "key": key}).scalar()
         belief_id = found or _belief_id(scope, key)
         belief, version, created_at = _state(sub, belief_id)
+        if belief is not None and not raws:
+            return belief
         if belief is None:
             belief = BeliefItem(belief_id, claim, 0.5, [], scope)
-        events, data = [], {}
-        for i, (entry, record) in enumerate(_decide(sub, raws, belief_id, scope, policy)):
-            belief.evidence_history.append(entry)
-            belief.credence = credence_from_history(belief.evidence_history)
-            data = sub._prepare(belief_to_item(belief, created if created_at is None else created_at), None)
-            event = EvidenceAssimilated(item=data, entry=record)
-            events.append(NewEvent(stream=belief_id, event=event, scope=scope, expected_version=version + i))
+        when = created if created_at is None else created_at
+        if raws:
+            events, data = _evidence_events(sub, belief, raws, version, when, policy)
+        else:
+            events, data = _creation(sub, belief, version, when)
         try:
             sub._append(events)
         except ConcurrencyError:

@@ -187,13 +187,11 @@ def credence_from_history(evidence_history: Sequence[EvidenceEntry]) -> float:
 
 
 def raw_entries(evidence: Any) -> list[dict[str, Any]]:
-    """Validate caller-supplied evidence (a dict, an entry, or a list) into entry fields minus ``verified``."""
+    """Validate caller-supplied evidence (a dict, an entry, or a possibly empty list) into fields minus ``verified``."""
     if isinstance(evidence, (Mapping, EvidenceEntry)):
         evidence = [evidence]
     if isinstance(evidence, (str, bytes)) or not isinstance(evidence, (list, tuple)):
         raise InvalidArgument(f"evidence must be an entry dict or a list of them, got {type(evidence).__name__}")
-    if not evidence:
-        raise InvalidArgument("evidence must hold at least one entry")
     now = time.time()
     out = []
     for i, raw in enumerate(evidence):

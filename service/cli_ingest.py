@@ -169,10 +169,9 @@ def _audit(args: argparse.Namespace) -> int:
             f"{report['n_unverified']:,} unverified"
         )
         for state in ("broken", "unverified"):
-            for item_id in report[state]:
-                d = report["details"][item_id]
-                why = ", ".join(f"{k} {d[k]}" for k in ("dangling", "cycles", "unverified", "truncated") if d[k])
-                print(f"  {state:<10} {item_id}  {why}")
+            for finding in report[state]:
+                why = ", ".join(f"{k} {v}" for k, v in finding.items() if k != "item_id" and v)
+                print(f"  {state:<10} {finding['item_id']}  {why}")
     return 1 if report["n_broken"] or report["n_unverified"] else 0
 
 

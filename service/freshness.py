@@ -3,8 +3,9 @@
 The staleness signals, each named in ``Freshness.signals``:
 
 - ``missing``: the item does not exist (STALE).
-- ``moved``: the file or directory it references (``payload["ref"]``, else ``provenance["path"]``) no longer
-  exists (STALE).
+- ``moved``: the file or directory it references no longer exists (STALE). The reference is the first of
+  ``payload["ref"]``, ``payload["path"]`` (any non-empty string), then ``provenance["path"]``,
+  ``provenance["source"]`` (only when path-like: holding a ``/`` or ``\\``, since a source may be a bare label).
 - ``changed``: the referenced file's bytes no longer hash to the recorded ``provenance["content_hash"]`` (STALE).
 - ``unreadable``: the referenced path exists and a hash was recorded, but it cannot be read as file bytes (a
   directory, no permission) so the hash cannot be checked (UNVERIFIABLE).
@@ -79,6 +80,23 @@ def content_hash(path: str | os.PathLike[str]) -> str | None:
     return "sha256:" + digest.hexdigest()
 
 
+def _path_like(value: Any) -> bool:
+    return isinstance(value, str) and ("/" in value or "\\" in value)
+
+
+def _referenced_path(payload: dict[str, Any], provenance: dict[str, Any]) -> str | None:
+    """The file an item points at: payload ref/path first, then a path-like provenance path/source."""
+    for key in ("ref", "path"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    for key in ("path", "source"):
+        value = provenance.get(key)
+        if _path_like(value):
+            return str(value)
+    return None
+
+
 def _check_args(max_age_s: Any, now: Any) -> tuple[float | None, float]:
     # Arguments are the caller's: a NaN/infinite/negative value is a bug and raises, never clamps.
     if max_age_s is not None:
@@ -110,9 +128,9 @@ class _Auditor:
         age = self._age(doc, stale)
         payload: dict[str, Any] = doc["payload"] if isinstance(doc.get("payload"), dict) else {}
         prov: dict[str, Any] = doc["provenance"] if isinstance(doc.get("provenance"), dict) else {}
-        ref = payload.get("ref") if isinstance(payload.get("ref"), str) else prov.get("path")
+        ref = _referenced_path(payload, prov)
         recorded = prov.get("content_hash")
-        if isinstance(ref, str) and ref:
+        if ref is not None:
             exists, actual = self._probe(ref)
             if not exists:
                 stale.append(f"moved: {ref} no longer exists")

@@ -289,7 +289,7 @@ class EvidenceIn(_In):
 
 class AssimilateIn(_In):
     claim: Text
-    evidence: list[EvidenceIn] = Field(min_length=1, max_length=1000)
+    evidence: list[EvidenceIn] = Field(default_factory=list, max_length=1000)  # none: the belief at the prior
     scope: Text | None = None
 
 

@@ -106,10 +106,10 @@ class ExternalModel:
         self.alpha = require_finite(alpha, "alpha")
         if not 0.0 < self.alpha < 1.0:
             raise InvalidArgument(f"alpha must be in (0, 1), got {alpha!r}")
-        # One draw can never disagree with itself, so it would report zero entropy for anything.
+        # One draw is allowed (it measures zero entropy, the caller's choice); zero leaves no answer to return.
         self.samples = require_count(samples, "samples")
-        if self.samples < 2:
-            raise InvalidArgument(f"samples must be at least 2 to measure disagreement, got {samples!r}")
+        if self.samples < 1:
+            raise InvalidArgument(f"samples must be at least 1 (the answer is the first draw), got {samples!r}")
         self._explicit = None if max_entropy is None else require_finite(max_entropy, "max_entropy")
         self._calibrated = self._calibrate(calibration_prompts) if self._explicit is None else None
 

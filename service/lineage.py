@@ -191,13 +191,28 @@ def verify_lineage(substrate: Any, item_id: str, *, max_depth: int = 20, scope: 
     return _walk(_Graph(substrate.engine), item_id, max_depth, scope, policy)
 
 
+def _finding(report: LineageReport) -> dict[str, Any]:
+    """One audit entry: the item and the ancestor ids behind its state (BROKEN: defects; UNVERIFIED: open questions)."""
+    if report.state is LineageState.BROKEN:
+        return {"item_id": report.item_id, "dangling": list(report.dangling), "cycles": list(report.cycles)}
+    return {"item_id": report.item_id, "unverified": list(report.unverified), "truncated": list(report.truncated)}
+
+
 def audit_substrate(substrate: Any, *, scope: str | None = None, policy: Any = None,
                     max_depth: int = 20) -> dict[str, Any]:
-    """Sweep every item (of ``scope``): {n_items, n_intact, n_broken, n_unverified, broken, unverified, details}."""
+    """Sweep every item (of ``scope``): {n_items, n_intact, n_broken, n_unverified, broken, unverified}.
+
+    ``broken`` holds {item_id, dangling, cycles} per item, ``unverified`` holds {item_id, unverified, truncated}.
+    """
     require_count(max_depth, "max_depth")
     policy = _check(scope, policy)
     out: dict[str, Any] = {
-        "n_items": 0, "n_intact": 0, "n_broken": 0, "n_unverified": 0, "broken": [], "unverified": [], "details": {},
+        "n_items": 0,
+        "n_intact": 0,
+        "n_broken": 0,
+        "n_unverified": 0,
+        "broken": [],
+        "unverified": [],
     }
     where, params = "pos > :after", {"after": -1}
     if scope is not None:
@@ -215,8 +230,7 @@ def audit_substrate(substrate: Any, *, scope: str | None = None, policy: Any = N
             out["n_items"] += 1
             out[f"n_{report.state.value}"] += 1
             if report.state is not LineageState.INTACT:
-                out[report.state.value].append(item_id)
-                out["details"][item_id] = report.as_dict()
+                out[report.state.value].append(_finding(report))
         if len(rows) < _PAGE:
             return out
         params["after"] = rows[-1][3]

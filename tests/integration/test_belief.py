@@ -95,7 +95,7 @@ def test_concurrent_assimilations_of_one_claim_all_land_on_one_belief(store) -> 
         ({"source_id": "s", "tier": "model_assertion", "weight": -1.0}, "weight"),
         ({"source_id": "s", "tier": "model_assertion", "time": float("inf")}, "time"),
         ({"source_id": "s", "tier": "gut_feeling"}, "tier"),
-        ([], "evidence"),
+        ("not evidence", "evidence"),
     ],
 )
 def test_bad_evidence_is_rejected_before_anything_is_written(store, evidence, field) -> None:

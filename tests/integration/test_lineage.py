@@ -145,7 +145,11 @@ def test_audit_counts_and_names_every_item(store) -> None:  # type: ignore[no-un
     _put(store, "loop", ["loop"])
     report = audit_substrate(store)
     assert (report["n_items"], report["n_intact"], report["n_broken"], report["n_unverified"]) == (4, 2, 2, 0)
-    assert report["broken"] == ["bad", "loop"] and report["details"]["bad"]["dangling"] == ["gone"]
+    assert report["broken"] == [
+        {"item_id": "bad", "dangling": ["gone"], "cycles": []},
+        {"item_id": "loop", "dangling": [], "cycles": ["loop"]},
+    ]
+    assert set(report) == {"n_items", "n_intact", "n_broken", "n_unverified", "broken", "unverified"}
     json.dumps(report)
 
 
@@ -154,7 +158,8 @@ def test_a_scoped_audit_only_certifies_with_ancestors_it_may_read(store) -> None
     _put(store, "mine", ["secret"], scope="team-a")
     _put(store, "plain", scope="team-a")
     scoped = audit_substrate(store, scope="team-a")
-    assert scoped["n_items"] == 2 and scoped["unverified"] == ["mine"] and scoped["broken"] == []
+    assert scoped["n_items"] == 2 and scoped["broken"] == []
+    assert scoped["unverified"] == [{"item_id": "mine", "unverified": ["secret"], "truncated": []}]
     assert audit_substrate(store)["n_intact"] == 3
 
 

@@ -64,7 +64,7 @@ def test_max_entropy_must_be_finite_and_non_negative(cutoff):
         ExternalModel(steady, max_entropy=cutoff)
 
 
-@pytest.mark.parametrize("kw", [{"samples": 1}, {"samples": 2.5}, {"alpha": 0.0}, {"alpha": 1.0}])
+@pytest.mark.parametrize("kw", [{"samples": 0}, {"samples": 2.5}, {"alpha": 0.0}, {"alpha": 1.0}])
 def test_sampling_and_alpha_are_validated(kw):
     with pytest.raises(InvalidArgument):
         ExternalModel(steady, **kw)
