@@ -112,7 +112,7 @@ def timed(f: Any, *args: Any, **kw: Any) -> tuple[float, Any]:
 # items without any query term). Set-based, independent of search()'s candidate lists.
 _EXHAUSTIVE = text("""
 WITH st AS (
-  SELECT greatest(n_docs, 1)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
+  SELECT greatest(n_docs, :idf_docs)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
   FROM search_domains WHERE domain = :scope
 ), qw AS MATERIALIZED (
   SELECT q.term, ln(1 + (st.n - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5)) AS idf, coalesce(f.df, 0) AS df
@@ -144,7 +144,7 @@ SELECT item_id FROM scored WHERE score > 0 ORDER BY score DESC, item_id LIMIT :k
 def exhaustive(store: Substrate, did: int, claims: list[str], k: int = 10) -> list[list[str]]:
     """Each claim's true top k (see _EXHAUSTIVE)."""
     knobs = {"scope": SCOPE, "did": did, "k": k, "k1": BM25_K1, "b": BM25_B, "w": embedding.DENSE_WEIGHT,
-             "min_cos": embedding.MIN_COS, "max_terms": embedding.MAX_TERMS}
+             "min_cos": embedding.MIN_COS, "max_terms": embedding.MAX_TERMS, "idf_docs": embedding.IDF_MIN_DOCS}
     with store.engine.connect() as c:
         return [list(c.execute(_EXHAUSTIVE, {**knobs, "q": q}).scalars()) for q in claims]
 

@@ -4,19 +4,22 @@ A domain is one scope, or every scope (``ALL_DOMAIN``, shown as ``*``) when ``sc
 reads -- document frequencies, lengths, the embedder, the vectors -- belongs to that domain alone (MXR-080-0237).
 
 Scores are in [0, 1]: ``lex`` is BM25 over the item's surface (text, serialized payload, tags) divided by the
-query's BM25 ceiling (every query term, saturated); ``cos`` is the cosine in the domain's embedding, clipped at
+query's BM25 ceiling (every query term, saturated), its idf counting the domain as at least IDF_MIN_DOCS items; ``cos`` is the cosine in the domain's embedding, clipped at
 0 (and below MIN_COS). A text item that has a vector scores ``DENSE_WEIGHT * cos + (1 - DENSE_WEIGHT) * lex``;
 every other item (structured items, and text items of a domain too small to fit an embedder) scores ``lex``.
 Candidates are the union of the lexical top LEX_CANDIDATES and the nearest-neighbour top CANDIDATES (HNSW, or an
 exact scan in small domains). The lexical top is ranked by the sum, over the postings read, of the term's idf times
 the posting's stored saturation ``imp`` (tf saturated at a fixed reference length); a rare term's postings are read
 whole, a common term's PER_TERM strongest only, so a very common term costs a bounded scan. Every candidate is then
-rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``. Zero scores are never returned.
+rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``. When fewer than k items score above
+zero, the rest of the k are the other items of the filtered set at score 0.0, in insertion order (the spec's
+search ranks every candidate; an exact zero means no overlap at all, which callers such as retrieve_action
+exclude as evidence).
 
 Non-text queries: the query is tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped).
 An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
-nothing and returns ``[]``; NUL characters are treated as spaces. A scope no item can have (NUL, lone surrogate)
-is an empty domain.
+nothing: every item scores 0.0. NUL characters are treated as spaces. A scope no item can have (NUL, lone
+surrogate) is an empty domain.
 """
 
 from __future__ import annotations
@@ -58,10 +61,15 @@ MAX_QUERY_CHARS = 100_000
 # over the unix socket, so only small ones are pipelined (a query this long is no latency-bound lookup anyway).
 PIPELINE_MAX_QUERY = 8192
 MIN_COS = 0.05  # cosines below this are noise in a small learned space: they add nothing to a score
+# idf counts a domain as at least this many documents. In a handful of items a matched term occurs in most of them
+# and an unmatched one in none, so plain BM25 idf makes any partial match look like no match: "refunds policy"
+# against the one item "refunds within 30 days" scored 0.08, under the 0.15 an investigation needs. Domains this
+# large or larger rank exactly as plain BM25.
+IDF_MIN_DOCS = 100
 
 _LEXICAL = """
 WITH st AS (
-  SELECT greatest(n_docs, 1)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
+  SELECT greatest(n_docs, :idf_docs)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
   FROM search_domains WHERE domain = :domain
 ), qw AS MATERIALIZED (
   SELECT q.term, coalesce(f.df, 0) AS df,
@@ -205,13 +213,41 @@ def embedder_status(store: Substrate) -> list[dict[str, Any]]:
 def search(store: Substrate, query: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
     """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
     q = _check(query, kind, scope)
-    if k == 0 or not q.strip() or not _storable(scope):
+    if k == 0 or not _storable(scope):
         return []
+    hits = _ranked(store, q, k, kind=kind, scope=scope) if q.strip() else []
+    if len(hits) < k:
+        hits += _unmatched(store, k - len(hits), kind, scope, [it.id for it, _ in hits])
+    return hits
+
+
+# The next n items of the filtered set in insertion order, other than the ranked ones: one index range per kind
+# ((scope, kind, pos) or (kind, pos)), merged, so no query sorts a whole scope.
+_UNMATCHED = text(
+    "SELECT x.doc::text FROM unnest(CAST(:kinds AS text[])) AS m(kind), LATERAL ("
+    " SELECT i.pos, i.doc FROM items i WHERE i.kind = m.kind AND (CAST(:scope AS text) IS NULL OR i.scope = :scope)"
+    " AND i.id <> ALL(CAST(:ranked AS text[])) ORDER BY i.pos LIMIT :n) x ORDER BY x.pos LIMIT :n"
+)
+
+
+def _unmatched(
+    store: Substrate, n: int, kind: str | None, scope: str | None, ranked: list[str]
+) -> list[tuple[Any, float]]:
+    """Items that match nothing of the query (score 0.0) to fill a search up to k, oldest first."""
+    kinds = list(MODALITIES) if kind is None else [kind]
+    with store.engine.connect() as c:
+        rows = c.execute(_UNMATCHED, {"kinds": kinds, "scope": scope, "ranked": ranked, "n": n}).all()
+    return [(SubstrateItem(**loads(r[0])), 0.0) for r in rows]
+
+
+def _ranked(store: Substrate, q: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
+    """The items scoring above zero, best first, at most k."""
     domain = ALL_DOMAIN if scope is None else scope
     n_dense = max(k, CANDIDATES)
     params = {
         "q": q, "k": k, "n_lex": max(k, LEX_CANDIDATES), "n_dense": n_dense, "kind": kind, "scope": scope,
         "domain": domain, "cfg": TS_CONFIG, "k1": BM25_K1, "b": BM25_B, "w": DENSE_WEIGHT, "min_cos": MIN_COS,
+        "idf_docs": IDF_MIN_DOCS,
         "per_term": max(PER_TERM, k), "max_terms": MAX_TERMS, "rare_df": RARE_DF,
     }
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it

@@ -36,6 +36,11 @@ CORPUS = [
 ]
 
 
+def _matched(hits: list[tuple[SubstrateItem, float]]) -> list[str]:
+    """The ids of the hits that match the query (score above zero), in rank order."""
+    return [it.id for it, s in hits if s > 0]
+
+
 def fill(store: Substrate, scope: str = "local", prefix: str = "doc", texts: list[str] = CORPUS) -> list[str]:
     return store.put_many(
         SubstrateItem(kind="text", text=t, scope=scope, id=f"{prefix}-{i}", created_at=1.0) for i, t in enumerate(texts)
@@ -54,7 +59,7 @@ def test_text_items_rank_by_relevance_with_descending_scores_in_unit_range(store
     assert hits[0][0].id == "doc-9"  # the only one with all three words
     assert {h[0].id for h in hits[1:3]} == {"doc-8", "doc-10"}
     scores = [s for _, s in hits]
-    assert all(isinstance(s, float) and 0 < s <= 1 for s in scores)
+    assert all(isinstance(s, float) and 0 <= s <= 1 for s in scores) and scores[2] > 0
     assert scores == sorted(scores, reverse=True)
 
 
@@ -165,7 +170,7 @@ def test_writes_only_mark_domains_dirty_and_the_rule_follows_text(store: Substra
         )).scalar_one()
     assert stale == 2  # "s" and the all-scopes domain
     store.reindex()
-    assert "doc-0" not in {it.id for it, _ in store.search("mitochondria respiration", k=20, scope="s")}
+    assert "doc-0" not in _matched(store.search("mitochondria respiration", k=20, scope="s"))
 
 
 def test_scope_isolation_results_and_scores_ignore_other_scopes(make_store) -> None:  # type: ignore[no-untyped-def]
@@ -203,15 +208,16 @@ def test_structured_items_rank_lexically_over_payload_and_tags(store: Substrate)
     hits = store.search("resnet imagenet vision", k=5)
     assert [it.id for it, _ in hits[:2]] in (["r1", "r2"], ["r2", "r1"])
     assert store.search("checkpoint", k=3)[0][0].id == "a1"
-    assert [it.id for it, _ in store.search("cifar", k=3)] == ["r2"]
+    assert _matched(store.search("cifar", k=3)) == ["r2"]
 
 
 def test_small_corpus_falls_back_to_lexical_ranking(store: Substrate) -> None:
     fill(store, texts=CORPUS[: MIN_FIT_DOCS - 1])
     hits = store.search("energy from sunlight", k=5)
     assert hits[0][0].id == "doc-1"
-    assert all(s > 0 for _, s in hits)
-    assert store.search("football championship", k=5) == []  # nothing shares a word: nothing returned
+    assert hits[0][1] > 0 and all(s >= 0 for _, s in hits)
+    unmatched = store.search("football championship", k=5)  # nothing shares a word: the first five, at 0.0
+    assert [(it.id, sc) for it, sc in unmatched] == [(it.id, 0.0) for it in store.all()[:5]]
     (dim, *_r) = embedders(store)[ALL_DOMAIN]
     assert dim == 0
 
@@ -235,10 +241,28 @@ def test_a_scope_no_item_can_have_is_an_empty_domain(store: Substrate) -> None:
     assert store.search("energy", k=3, scope="lo\udc80cal") == []
 
 
-def test_queries_without_words_return_nothing(store: Substrate) -> None:
+def test_queries_without_words_match_nothing_so_every_item_scores_zero(store: Substrate) -> None:
     fill(store)
+    first = [it.id for it in store.all()[:3]]
     for q in ("", "   ", "?!", "the and of"):
-        assert store.search(q, k=3) == []
+        assert [(it.id, sc) for it, sc in store.search(q, k=3)] == [(i, 0.0) for i in first]
+
+
+def test_fewer_matches_than_k_are_topped_up_with_the_unmatched_items_at_zero(store: Substrate) -> None:
+    store.add("text", "apples are red", id="t1")
+    store.add("text", "bananas are yellow", id="t2", scope="team")
+    store.add("text", "cherries are small", id="t3")
+    store.add("record", payload={"a": 1}, id="r1")
+    store.add("record", payload={"fruit": "apples"}, id="r2", scope="team")
+    hits = store.search("apples", k=10)
+    assert [it.id for it, _ in hits][:2] in (["t1", "r2"], ["r2", "t1"]) and all(s > 0 for _, s in hits[:2])
+    assert [(it.id, sc) for it, sc in hits[2:]] == [("t2", 0.0), ("t3", 0.0), ("r1", 0.0)]  # insertion order
+    assert [(it.id, sc) for it, sc in store.search("zzzz qqqq", k=3)] == [("t1", 0.0), ("t2", 0.0), ("t3", 0.0)]
+    assert [(it.id, sc) for it, sc in store.search("bananas", k=5, kind="record")] == [("r1", 0.0), ("r2", 0.0)]
+    team = store.search("cherries", k=5, scope="team")
+    assert [(it.id, sc) for it, sc in team] == [("t2", 0.0), ("r2", 0.0)]
+    assert store.search("apples", k=5, scope="team", kind="image") == []
+    assert len(store.search("apples", k=1)) == 1 and store.search("apples", k=1)[0][1] > 0
 
 
 def test_unicode_items_are_searchable(store: Substrate) -> None:
@@ -316,7 +340,7 @@ def test_a_prefix_rebuild_is_searched_as_of_its_prefix(store: Substrate) -> None
     assert store.search("sourdough starter", k=1)[0][0].id == "doc-3"
     rebuild(store.engine, until=before)  # the read models as of before the update
     assert store.search("vaccines immune viral", k=1)[0][0].id == "doc-3"
-    assert "doc-3" not in {it.id for it, _ in store.search("sourdough starter", k=5)}
+    assert "doc-3" not in _matched(store.search("sourdough starter", k=5))
     rebuild(store.engine)
     assert store.search("sourdough starter", k=1)[0][0].id == "doc-3"
 
