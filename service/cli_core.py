@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from service.cli import add_store_options, open_store, print_json
+from service.snapshot import SNAPSHOT_NAME
 
 __all__ = ["register"]
 
@@ -61,10 +63,10 @@ def _progress_printer() -> Any:
 
 def _export(args: argparse.Namespace) -> int:
     store = open_store(args)
-    path = store.save(args.dir)
+    root = store.save(args.dir)
     n = len(store)
     store.close()
-    print(f"exported {n} items to {path}")
+    print(f"exported {n} items to {Path(root) / SNAPSHOT_NAME}")
     return 0
 
 

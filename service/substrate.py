@@ -158,13 +158,13 @@ class Substrate:
 
     def update(self, item_id: str, *, secret_policy: SecretPolicy | None = None, **fields: Any) -> SubstrateItem:
         """Change named fields (revalidated, secret-guarded); retries on a concurrent writer, never loses one."""
-        if "id" in fields and fields["id"] != item_id:
-            raise ValueError(f"update cannot change an item's id ({item_id!r} -> {fields['id']!r}); put a new item")
-        fields.pop("id", None)
+        new_id = fields.pop("id", item_id)
         for _ in retries():
             row = self._row(item_id)
             if row is None:
-                raise KeyError(item_id)
+                raise KeyError(item_id)  # checked first: an absent item is a KeyError whatever the fields
+            if new_id != item_id:
+                raise ValueError(f"update cannot change an item's id ({item_id!r} -> {new_id!r}); put a new item")
             current, version = row
             try:
                 changed = dataclasses.replace(current, **fields)
@@ -294,14 +294,20 @@ class Substrate:
         return Path(chosen)
 
     def save(self, root: str | os.PathLike[str] | None = None) -> str:
-        """Write every item to {root}/items.jsonl atomically (temp file, fsync, os.replace); return the path."""
-        return write_snapshot(self._root_for(root), self.iter_items())
+        """Write every item to {root}/items.jsonl atomically (temp file, fsync, os.replace); return the root, which
+        later save()/load() calls default to."""
+        target = self._root_for(root)
+        write_snapshot(target, self.iter_items())
+        self.root = str(target)
+        return self.root
 
     def load(self, root: str | os.PathLike[str] | None = None) -> None:
-        """Replace this store's items with {root}/items.jsonl, all-or-nothing (errors name file, line, preview)."""
+        """Replace this store's items with {root}/items.jsonl, all-or-nothing (errors name file, line, preview); the
+        root becomes the default of later save()/load() calls."""
         if self.read_only:
             raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
-        items = read_snapshot(self._root_for(root))
+        target = self._root_for(root)
+        items = read_snapshot(target)
         prepared = [self._prepare(it, None) for it in items]
         keep = {d["id"] for d in prepared}
         with self.engine.begin() as conn:
@@ -314,6 +320,7 @@ class Substrate:
             stored = self.events.append(events, self.principal, conn=conn)
         if stored:
             self.position = stored[-1].seq
+        self.root = str(target)
 
     # ----------------------------------------------------------------- audit
     def verify_chain(self) -> ChainReport:

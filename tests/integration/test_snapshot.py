@@ -17,13 +17,26 @@ from service.snapshot import SnapshotError
 def test_save_then_load_into_another_store(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     a = make_store()
     ids = [a.add("text", f"t{n}", payload={"n": n}) for n in range(5)]
-    path = a.save(tmp_path)
-    assert path == str(tmp_path / "items.jsonl")
-    assert len(Path(path).read_text().splitlines()) == 5
+    assert a.save(tmp_path) == str(tmp_path)
+    assert len((tmp_path / "items.jsonl").read_text().splitlines()) == 5
     b = make_store()
     b.add("text", "will be replaced")
     b.load(tmp_path)
     assert [i.id for i in b.all()] == ids and b.all() == a.all()
+
+
+def test_save_and_load_remember_their_root(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    a = make_store()
+    a.add("text", "first")
+    a.save(tmp_path / "a")
+    a.add("text", "second")
+    a.save()  # the root of the last save
+    assert len((tmp_path / "a" / "items.jsonl").read_text().splitlines()) == 2
+    b = make_store()
+    b.load(tmp_path / "a")
+    b.add("text", "third")
+    b.save()  # the root of the last load
+    assert len((tmp_path / "a" / "items.jsonl").read_text().splitlines()) == 3
 
 
 def test_save_without_root_is_a_clear_error(store: Substrate) -> None:

@@ -72,6 +72,8 @@ def test_update_changes_fields_revalidates_and_returns_stored_copy(store: Substr
 def test_update_errors(store: Substrate) -> None:
     with pytest.raises(KeyError):
         store.update("nope", text="x")
+    with pytest.raises(KeyError):  # an absent item is checked first, before the fields
+        store.update("nope", id="other")
     i = store.add("text", "x")
     with pytest.raises(ValueError, match="id"):
         store.update(i, id="other")
