@@ -237,16 +237,28 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         return False  # existingSecret: db-credentials -- a Kubernetes Secret's name, not its content
     if not quoted and sep == ":" and _yaml_literal(key, key_start, secret, text, m.end()):
         return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced)
-    if not quoted and sep == ":" and _PASSWORD_KEY.search(key) is None and _short_and_plain(secret):
+    if not quoted and sep == ":" and _PASSWORD_KEY.search(key) is None and _setting_like(key, secret):
         return False  # auth: oauth2, token: sha256, secret: v1beta1 -- a setting's name, not a credential
     return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced)
 
 
-def _short_and_plain(value: str) -> bool:
-    """Under 12 characters and not mixing upper case, lower case and digits: tokens and keys are longer than
-    that; only a password is short and plain."""
+def _setting_like(key: str, value: str) -> bool:
+    """A short value (under 12 characters, not mixing upper case, lower case and digits) that reads as a setting:
+    any such value of an ``auth`` scheme key (auth: kerberos5), else a bare word, a version or an algorithm name
+    (token: sha256, secret: v1beta1). A short word with digits under a secret or token key stays a credential
+    (secret: hunter2)."""
     classes = any(c.isupper() for c in value) + any(c.islower() for c in value) + any(c.isdigit() for c in value)
-    return len(value) < 12 and classes < 3
+    if len(value) >= 12 or classes == 3:
+        return False
+    return _AUTH_KEY.search(key) is not None or _SETTING_WORD.fullmatch(value) is not None
+
+
+_AUTH_KEY = re.compile(r"(?:\A|[_.\-])auth\Z", re.IGNORECASE)
+_SETTING_WORD = re.compile(
+    r"[A-Za-z]+|v\d+(?:(?:alpha|beta|rc)\d*)?|(?:sha|md|aes|rsa|ecdsa|ed|hmac|oauth|http|tls|ssl|utf|crc|base|x)"
+    r"[-_]?\d+",
+    re.IGNORECASE,
+)
 
 
 _COMPOUND_KEY = re.compile(r"[_.\-]|[a-z][A-Z]")
