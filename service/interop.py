@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from service.act import Action
 from service.validation import InvalidArgument, require_count, require_finite
 
@@ -75,13 +77,11 @@ def _semantic_entropy(draws: list[Any], equivalent: Callable[[Any, Any], bool] |
     return entropy if entropy > 0.0 else 0.0  # -0.0 and rounding noise are not negative uncertainty
 
 
-def _conformal_quantile(scores: list[float], alpha: float) -> float | None:
-    """The finite-sample (1-alpha) conformal quantile, or None when too few scores make it infinite."""
-    n = len(scores)
-    rank = math.ceil((n + 1) * (1.0 - alpha))
-    if n == 0 or rank > n:
-        return None
-    return sorted(scores)[rank - 1]
+def _entropy_quantile(scores: list[float], alpha: float) -> float | None:
+    """The (1-alpha) quantile of the calibration entropies (linear interpolation, numpy's default), or None when no
+    prompt gave a finite entropy: no calibration policy then."""
+    finite = [s for s in scores if math.isfinite(s)]
+    return float(np.quantile(finite, 1.0 - alpha)) if finite else None
 
 
 class ExternalModel:
@@ -119,7 +119,7 @@ class ExternalModel:
         if isinstance(prompts, (str, bytes)):
             raise InvalidArgument("calibration_prompts must be a collection of prompts, not a single string")
         scores = [self._measure(p)[1] for p in list(prompts)]
-        return _conformal_quantile(scores, self.alpha)
+        return _entropy_quantile(scores, self.alpha)
 
     def _measure(self, prompt: Any) -> tuple[list[Any], float]:
         draws = [self.generate(prompt) for _ in range(self.samples)]

@@ -70,10 +70,23 @@ def test_sampling_and_alpha_are_validated(kw):
         ExternalModel(steady, **kw)
 
 
-def test_too_few_calibration_prompts_yield_no_finite_quantile_and_stay_uncalibrated():
-    model = ExternalModel(steady, calibration_prompts=["p"] * 5, alpha=0.1)
+def test_no_calibration_prompts_yield_no_quantile_and_stay_uncalibrated():
+    model = ExternalModel(steady, calibration_prompts=[], alpha=0.1)
     assert model.max_entropy is None
     assert model.answer("q").state is Confidence.UNCALIBRATED
+
+
+def test_a_few_calibration_prompts_already_set_a_finite_cutoff():
+    model = ExternalModel(lambda p: "the tax rate is 8.25 percent", calibration_prompts=["q1", "q2", "q3"], samples=6)
+    assert model.max_entropy == 0.0
+    verdict = model.answer("q")
+    assert verdict.state is Confidence.CONFIDENT and verdict.confident and verdict.calibrated
+
+
+def test_the_cutoff_is_the_one_minus_alpha_quantile_of_the_calibration_entropies():
+    answers = iter(["a", "a", "a", "a"] + ["a", "b", "a", "b"] + ["a", "b", "c", "d"])
+    model = ExternalModel(lambda p: next(answers), calibration_prompts=["p1", "p2", "p3"], samples=4, alpha=0.5)
+    assert model.max_entropy == pytest.approx(math.log(2))  # the median of 0, ln 2 and ln 4
 
 
 def test_enough_calibration_prompts_set_a_finite_cutoff():
