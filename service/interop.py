@@ -2,8 +2,8 @@
 
 ``ExternalModel`` samples an external ``generate`` callable several times per prompt, clusters the draws
 by meaning and measures the entropy of that clustering. The returned answer is the first draw of the
-same batch (MXR-080-0270). Without a calibration policy (calibration prompts yielding a finite conformal
-quantile, or an explicit ``max_entropy``) every verdict is UNCALIBRATED: it fails closed, never confident.
+same batch (MXR-080-0270). Without a calibration policy (calibration prompts yielding a finite (1-alpha)
+entropy quantile, or an explicit ``max_entropy``) every verdict is UNCALIBRATED: it fails closed, never confident.
 ``external_action`` adapts it to a reasoner action that contributes evidence only when CONFIDENT.
 """
 
