@@ -371,7 +371,7 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=(r'_(?<="private_)key"',),
     ),
-    Rule("private_key", _find_private_keys, anchors=("-----BEGIN ",)),
+    Rule("private_key_block", _find_private_keys, anchors=("-----BEGIN ",)),
     # A PEM private key base64-encoded once more (kubeconfig client-key-data, Kubernetes Secret tls.key).
     Rule(
         "private_key_base64",
@@ -379,7 +379,7 @@ RULES: tuple[Rule, ...] = (
         anchors=("LS0tLS1CRUdJTi",),
     ),
     Rule(
-        "aws_access_key_id",
+        "aws_access_key",
         _regex(_L + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}+" + _R),
         anchors=("A(?:KIA|SIA|BIA|CCA)",),
     ),
@@ -709,7 +709,7 @@ RULES: tuple[Rule, ...] = (
         anchors=(r"Bearer[ \t]",),
         keywords=("authorization",),
     ),
-    Rule("url_password", _regex(_URL_PASSWORD, check=_url_check), anchors=("/(?<=:/)/",)),
+    Rule("url_credentials", _regex(_URL_PASSWORD, check=_url_check), anchors=("/(?<=:/)/",)),
     # Credentials on a command line: curl/wget/httpie `-u user:pass`, `--user user:pass`, `--password value`.
     Rule(
         "cli_password",

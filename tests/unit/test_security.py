@@ -52,8 +52,8 @@ BASIC = "dXNlcjpzM2NyM3RQQHNzdzByZA=="  # base64 of a user:password pair that is
 
 # (rule, text, the exact secret that must be masked)
 TRUE_POSITIVES = [
-    ("aws_access_key_id", "aws_access_key_id = AKIA" + (k := rnd(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")), "AKIA" + k),
-    ("aws_access_key_id", "creds: ASIA" + (k := rnd(16, UPPER_DIGITS)) + " (session)", "ASIA" + k),
+    ("aws_access_key", "aws_access_key = AKIA" + (k := rnd(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")), "AKIA" + k),
+    ("aws_access_key", "creds: ASIA" + (k := rnd(16, UPPER_DIGITS)) + " (session)", "ASIA" + k),
     ("aws_secret_key", "aws_secret_access_key = " + (k := rnd(40, B64)), k),
     ("aws_secret_key", '{"SecretAccessKey": "' + (k := rnd(40, B64)) + '"}', k),
     ("gcp_api_key", "https://maps.googleapis.com/api?key=AIza" + (k := rnd(35, URLSAFE)), "AIza" + k),
@@ -137,12 +137,12 @@ TRUE_POSITIVES = [
     ("shopify_token", "X-Shopify-Access-Token: shpat_" + (k := rnd(32, HEX)), "shpat_" + k),
     ("shopify_token", "shpss_" + (k := rnd(32, HEX)), "shpss_" + k),
     ("atlassian_api_token", "JIRA=ATATT3" + (k := rnd(180, URLSAFE) + "=" + rnd(8, HEX)), "ATATT3" + k),
-    ("private_key", "key:\n" + (k := pem("RSA PRIVATE KEY")) + "\nend", k),
-    ("private_key", (k := pem("OPENSSH PRIVATE KEY")), k),
-    ("private_key", (k := pem("PGP PRIVATE KEY BLOCK")), k),
+    ("private_key_block", "key:\n" + (k := pem("RSA PRIVATE KEY")) + "\nend", k),
+    ("private_key_block", (k := pem("OPENSSH PRIVATE KEY")), k),
+    ("private_key_block", (k := pem("PGP PRIVATE KEY BLOCK")), k),
     ("jwt", "id_token " + (k := "eyJ" + rnd(33, URLSAFE) + ".eyJ" + rnd(60, URLSAFE) + "." + rnd(43, URLSAFE)), k),
-    ("url_password", "DATABASE_URL=postgres://app:" + (k := rnd(16)) + "@db.internal:5432/app", k),
-    ("url_password", "redis://:" + (k := rnd(12)) + "@cache:6379/0", k),
+    ("url_credentials", "DATABASE_URL=postgres://app:" + (k := rnd(16)) + "@db.internal:5432/app", k),
+    ("url_credentials", "redis://:" + (k := rnd(12)) + "@cache:6379/0", k),
     ("cli_password", "curl -u deploy:" + (k := rnd(14)) + " https://api.internal/v1", k),
     ("basic_auth", "curl -H 'Authorization: Basic " + BASIC + "' https://api", BASIC),
     ("bearer_token", '{"Authorization": "Bearer ' + (k := rnd(40, URLSAFE) + "9") + '"}', k),
@@ -152,7 +152,7 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", '{"auth": "' + (k := rnd(18)) + '"}', k),
     ("sensitive_assignment", "spring.datasource.password=" + (k := rnd(12) + "9"), k),
     ("sensitive_assignment", "access_key = '" + (k := rnd(20)) + "'", k),
-    ("url_password", "postgresql://admin:" + (k := rnd(16)) + "@db.example.com:5432/prod", k),
+    ("url_credentials", "postgresql://admin:" + (k := rnd(16)) + "@db.example.com:5432/prod", k),
     ("gcp_oauth_client_secret", '"client_secret": "GOCSPX-' + (k := rnd(28, URLSAFE)) + '"', "GOCSPX-" + k),
     ("digitalocean_token", "DIGITALOCEAN_TOKEN=dop_v1_" + (k := rnd(64, HEX)), "dop_v1_" + k),
     ("grafana_token", "glsa_" + (k := rnd(32) + "_" + rnd(8, HEX)), "glsa_" + k),
@@ -217,8 +217,8 @@ TRUE_POSITIVES = [
 
 # (rule that must NOT fire, text)
 FALSE_POSITIVES = [
-    ("aws_access_key_id", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE"),
-    ("aws_access_key_id", "AKIA" + rnd(10, UPPER_DIGITS)),
+    ("aws_access_key", "aws_access_key = AKIAIOSFODNN7EXAMPLE"),
+    ("aws_access_key", "AKIA" + rnd(10, UPPER_DIGITS)),
     ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("aws_secret_key", "secret access key rotation policy"),
     ("gcp_api_key", "AIza" + rnd(20)),
@@ -254,13 +254,13 @@ FALSE_POSITIVES = [
     ("newrelic_key", "NRAK-EXAMPLEEXAMPLEEXAMPLEEXA"),
     ("shopify_token", "shpat_" + "x" * 32),
     ("atlassian_api_token", "ATATT3 tokens are documented at atlassian.com"),
-    ("private_key", pem("PUBLIC KEY")),
-    ("private_key", "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"),
-    ("private_key", "ssh-rsa AAAAB3NzaC1yc2E" + rnd(360, B64) + " dev@laptop"),
+    ("private_key_block", pem("PUBLIC KEY")),
+    ("private_key_block", "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"),
+    ("private_key_block", "ssh-rsa AAAAB3NzaC1yc2E" + rnd(360, B64) + " dev@laptop"),
     ("jwt", "eyJ is how base64 JSON starts"),
-    ("url_password", "postgres://user:changeme@localhost/db"),
-    ("url_password", "redis://localhost:6379/0 and https://host:8443/path"),
-    ("url_password", "postgres://${DB_USER}:${DB_PASSWORD}@db/app"),
+    ("url_credentials", "postgres://user:changeme@localhost/db"),
+    ("url_credentials", "redis://localhost:6379/0 and https://host:8443/path"),
+    ("url_credentials", "postgres://${DB_USER}:${DB_PASSWORD}@db/app"),
     ("cli_password", "curl -u $API_USER:$API_PASS https://api.internal/v1"),
     ("basic_auth", "Authorization: Basic <credentials>"),
     ("bearer_token", "Authorization: Bearer ${TOKEN}"),
@@ -289,7 +289,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "PASSWORD_HASHERS: password = pbkdf2_sha256$600000$" + rnd(22) + "$" + rnd(43, B64) + "="),
     ("cli_password", "mkdir -p /var/lib/app && docker login registry.internal"),
     ("cli_password", "mysql -u root -p app; ls -a /tmp; grep -a x; redis-cli -a $REDIS_PASSWORD"),
-    ("url_password", "https://user:password@example.com/"),
+    ("url_credentials", "https://user:password@example.com/"),
     ("ai_provider_key", "gsk_" + "x" * 52),
     ("google_oauth_token", "tokens starting with ya29. are short-lived"),
     ("facebook_access_token", "EAA" + "a" * 100),
@@ -484,7 +484,7 @@ def test_guard_item_redact_masks_text_payload_keys_values_and_tags_without_touch
     assert safe.text == "deploy with token=[REDACTED:github_token]"
     assert safe.payload["db"]["password"] == "[REDACTED:sensitive_assignment]"
     assert safe.payload["db"]["port"] == 5432
-    assert safe.payload["db"]["hosts"] == ["db1", "postgres://app:[REDACTED:url_password]@db2/x"]
+    assert safe.payload["db"]["hosts"] == ["db1", "postgres://app:[REDACTED:url_credentials]@db2/x"]
     assert safe.payload["env"][0] == ["OPENAI_API_KEY", "[REDACTED:openai_key]"]
     assert safe.payload["env"][1] == {"nested": ["Bearer [REDACTED:bearer_token]"]}
     assert safe.payload["[REDACTED:stripe_key]"] == "a key used as a key"
@@ -510,7 +510,7 @@ def test_guard_item_reject_names_rules_and_fields_but_never_the_secret() -> None
         "sensitive_assignment",
         "slack_token",
         "stripe_key",
-        "url_password",
+        "url_credentials",
     ]
     assert "text" in err.fields and "tags[1]" in err.fields and "payload.db.password" in err.fields
     assert "payload.db.hosts[1]" in err.fields and "payload.env[1].nested[0]" in err.fields
@@ -574,11 +574,11 @@ def test_scan_substrate_reports_dirty_items_by_id_and_rule() -> None:
     report = scan_substrate(store)
     assert report["n_items"] == 3 and report["n_dirty"] == 2
     assert report["dirty"][0] == {"item_id": dirty.id, "rules": scan_item(dirty).rules()}
-    assert report["dirty"][1] == {"item_id": other.id, "rules": ["aws_access_key_id"]}
+    assert report["dirty"][1] == {"item_id": other.id, "rules": ["aws_access_key"]}
     assert scan_substrate(store, scope="team") == {
         "n_items": 2,
         "n_dirty": 1,
-        "dirty": [{"item_id": other.id, "rules": ["aws_access_key_id"]}],
+        "dirty": [{"item_id": other.id, "rules": ["aws_access_key"]}],
     }
     assert store.scopes == [None, "team"]
     assert json.loads(json.dumps(report)) == report

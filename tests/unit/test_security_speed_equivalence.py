@@ -66,7 +66,7 @@ MORE_POSITIVES = [
       for sep in [" ", "\t", "="]],
     *[("cli_password", f"mysql {flag}{sep}{_r(12)} db") for flag in ["--password", "--passwd", "--pass"]
       for sep in [" ", "="]],
-    *[("aws_access_key_id", f"{p}{_r(16, UPPER_DIGITS)}") for p in ["AKIA", "ASIA", "ABIA", "ACCA"]],
+    *[("aws_access_key", f"{p}{_r(16, UPPER_DIGITS)}") for p in ["AKIA", "ASIA", "ABIA", "ACCA"]],
     *[("github_token", f"gh{c}_{_r(36)}") for c in "pousr"],
     *[("stripe_key", f"{a}k_{b}_{_r(24)}") for a in "sr" for b in ["live", "test"]],
     *[("shopify_token", f"shp{c}_{_r(32, HEX)}") for c in ["at", "ss", "ca", "pa"]],
@@ -89,9 +89,9 @@ MORE_POSITIVES = [
     ("openai_key", "sk-svcacct-" + _r(60, URLSAFE) + "A1"),
     ("openai_key", "sk-admin-" + _r(60, URLSAFE) + "A1"),
     ("square_access_token", "EAAA" + _r(60, URLSAFE)),
-    ("private_key", pem("EC PRIVATE KEY", newline="\\n")),
-    ("private_key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + _r(64, B64)),
-    ("url_password", "amqp+ssl://guest:" + _r(14) + "@rabbit:5671/vhost"),
+    ("private_key_block", pem("EC PRIVATE KEY", newline="\\n")),
+    ("private_key_block", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + _r(64, B64)),
+    ("url_credentials", "amqp+ssl://guest:" + _r(14) + "@rabbit:5671/vhost"),
     ("gcp_service_account_key", '"private_key" : "' + GCP_PEM + '"'),
 ]
 EXAMPLES = (
