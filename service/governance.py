@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
+PROPOSAL = "proposal"  # the provenance key holding its latest record
 
 
 class GovernanceAuthorizationError(PermissionError):
@@ -75,7 +77,7 @@ class Governance:
 
     @property
     def grants(self) -> tuple[Mapping[str, Any], ...]:
-        """The append-only grant audit trail (who, scope, by, bootstrap), as a read-only view."""
+        """The append-only grant audit trail (who, scope, by, bootstrap, granted_at), as a read-only view."""
         return tuple(MappingProxyType(dict(g)) for g in self._grants)
 
     def may_approve(self, who: str, scope: str) -> bool:
@@ -95,17 +97,22 @@ class Governance:
         self._grants.append(dict(entry))
 
     def grant(self, who: str, scope: str, *, by: str) -> Governance:
-        """Add who as an approver for scope (chainable): audited, and only by an existing approver once owned."""
-        self._record(self._check_grant(who, scope, by))
+        """Add who as an approver for scope (chainable): audited (with its time), and only by an existing approver
+        once owned."""
+        self._record({**self._check_grant(who, scope, by), "granted_at": time.time()})
         return self
 
 
 def stored_governance(store: Substrate) -> Governance:
     """The governance state rebuilt from the ApproverGranted events (via the ``approvers`` read model)."""
     gov = Governance()
+    sql = text(
+        "SELECT a.who, a.scope, a.by, a.bootstrap, extract(epoch FROM e.recorded_at)::float8 "
+        "FROM approvers a JOIN public.events e ON e.seq = a.seq ORDER BY a.seq"
+    )
     with store.engine.connect() as c:
-        for who, scope, by, bootstrap in c.execute(text("SELECT who, scope, by, bootstrap FROM approvers ORDER BY seq")):
-            gov._record({"who": who, "scope": scope, "by": by, "bootstrap": bool(bootstrap)})
+        for who, scope, by, bootstrap, at in c.execute(sql):
+            gov._record({"who": who, "scope": scope, "by": by, "bootstrap": bool(bootstrap), "granted_at": at})
     return gov
 
 
@@ -143,10 +150,28 @@ def _open(substrate: Substrate, item_id: str) -> tuple[_Live, dict[str, Any], li
     return live, entries[-1], entries
 
 
+def _mirrored(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as the item's provenance shows it, in the spec's store's record shape: each record numbered by
+    its position (``seq``, from 1), a decision naming the record it decides (``supersedes``) and its decider
+    (``approved_by`` / ``rejected_by``)."""
+    out: list[dict[str, Any]] = []
+    for n, e in enumerate(entries, start=1):
+        record = {k: v for k, v in e.items() if k not in ("seq", "decides")}
+        record["seq"] = n
+        if e["status"] != "pending":
+            record["supersedes"] = n - 1  # a decision always directly follows the pending record it decides
+            record[f"{e['status']}_by"] = e["by"]
+        out.append(record)
+    return out
+
+
 def _with_history(item: SubstrateItem | dict[str, Any], entries: list[dict[str, Any]]) -> SubstrateItem:
+    """``item`` carrying its proposal history in provenance, and the latest record as ``proposal``."""
     base = item if isinstance(item, SubstrateItem) else SubstrateItem(**item)
-    mirrored = [{k: v for k, v in e.items() if k != "seq"} for e in entries]
-    return dataclasses.replace(base, provenance={**base.provenance, PROPOSAL_HISTORY: mirrored})
+    mirrored = _mirrored(entries)
+    return dataclasses.replace(
+        base, provenance={**base.provenance, PROPOSAL_HISTORY: mirrored, PROPOSAL: dict(mirrored[-1])}
+    )
 
 
 def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> list[str]:

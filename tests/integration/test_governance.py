@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from projections.runner import rebuild, shadow_digests, table_digests
@@ -34,8 +36,10 @@ def test_approvers_and_grants_are_read_only_views() -> None:
 
 
 def test_the_first_grant_into_an_unowned_scope_is_marked_bootstrap() -> None:
+    before = time.time()
     gov = Governance().grant("alice", "prod", by="anyone").grant("bob", "prod", by="alice")
-    assert [dict(g) for g in gov.grants] == [
+    assert all(before <= g["granted_at"] <= time.time() for g in gov.grants)  # when, besides who, where and by whom
+    assert [{k: v for k, v in g.items() if k != "granted_at"} for g in gov.grants] == [
         {"who": "alice", "scope": "prod", "by": "anyone", "bootstrap": True},
         {"who": "bob", "scope": "prod", "by": "alice", "bootstrap": False},
     ]
@@ -66,7 +70,13 @@ def test_approver_grants_are_events_and_stored_governance_rebuilds_them(store) -
                       ("ApproverGranted", "governance:prod", "alice", False)]
     expected = Governance().grant("alice", "prod", by="alice").grant("bob", "prod", by="alice")
     gov = stored_governance(store)
-    assert gov.approvers == expected.approvers and gov.grants == expected.grants
+    recorded = [e.recorded_at.timestamp() for e in store.events.read()]
+    assert [g["granted_at"] for g in gov.grants] == pytest.approx(recorded)  # the grant events' own times
+
+    def who(grants):  # type: ignore[no-untyped-def]
+        return [{k: v for k, v in g.items() if k != "granted_at"} for g in grants]
+
+    assert gov.approvers == expected.approvers and who(gov.grants) == who(expected.grants)
 
 
 def test_an_unauthorized_persisted_grant_is_refused_and_writes_nothing(store) -> None:  # type: ignore[no-untyped-def]
