@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from projections.canonical import canonical_json, event_address, item_digest
+from service.validation import InvalidArgument
 
 __all__ = [
     "AccessGranted",
@@ -196,12 +197,12 @@ def _normalize(value: Any, path: str) -> Any:
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ValueError(f"{path}: keys must be strings, got {k!r}")
+                raise InvalidArgument(f"{path}: keys must be strings, got {k!r}")
             out[_normalize(k, path)] = _normalize(v, f"{path}.{k}")
         return out
     if isinstance(value, (list, tuple)):
         return [_normalize(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    raise ValueError(f"{path}: {type(value).__name__} is not JSON-serializable")
+    raise InvalidArgument(f"{path}: {type(value).__name__} is not JSON-serializable")
 
 
 class _Unusual(Exception):
