@@ -20,7 +20,7 @@ from service.eventstore import ChainReport, EventStore
 from service.items import SubstrateItem
 from service.retry import retries
 from service.security import guard_view
-from service.snapshot import read_snapshot, write_snapshot
+from service.snapshot import SNAPSHOT_NAME, read_snapshot, write_snapshot
 from service.validation import InvalidArgument, require_count
 
 __all__ = ["SecretPolicy", "Substrate"]
@@ -65,6 +65,19 @@ class Substrate:
         self.position = 0  # the log position of this handle's last write
         self.read_only = False
         self.as_of_seq: int | None = None
+        if root is not None and _database is None:
+            self._adopt_snapshot()
+
+    def _adopt_snapshot(self) -> None:
+        """A root whose store has no events yet adopts the items.jsonl saved there, as the spec's store loads it on
+        open; a store with a log keeps it (the log is the truth, the file an export)."""
+        if not (Path(str(self.root)) / SNAPSHOT_NAME).is_file() or self.events.head() != 0:
+            return
+        try:
+            self.load()
+        except BaseException:
+            self.close()
+            raise
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from service import Substrate
@@ -68,3 +69,26 @@ def test_closing_the_last_root_store_stops_its_cluster_and_reopening_works(tmp_p
     again = Substrate(root=tmp_path)
     assert again.get(i) is not None
     again.close()
+
+
+def test_a_new_root_store_adopts_the_items_jsonl_saved_there(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    exported = make_store()
+    ids = [exported.add("text", f"note {n}") for n in range(3)]
+    exported.save(tmp_path)
+    s = Substrate(root=tmp_path)  # no log yet under this root: the saved items are loaded, as the spec's store does
+    try:
+        assert [i.id for i in s.all()] == ids and len(s) == len(exported)
+        s.add("text", "later")
+    finally:
+        s.close()
+    reopened = Substrate(root=tmp_path)  # a store with a log keeps it: the file is only an export now
+    try:
+        assert len(reopened) == 4
+    finally:
+        reopened.close()
+
+
+def test_a_malformed_items_jsonl_under_a_new_root_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "items.jsonl").write_text('{"kind": "text", "text": "ok"}\nnot json\n')
+    with pytest.raises(ValueError, match="items.jsonl"):
+        Substrate(root=tmp_path)
