@@ -46,7 +46,7 @@ router = APIRouter(tags=["items"])
 
 
 def item_out(item: SubstrateItem) -> ItemOut:
-    return ItemOut(**item.to_json())
+    return ItemOut(**item.json_view())
 
 
 def _encode_cursor(pos: int | None) -> str | None:

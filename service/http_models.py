@@ -79,7 +79,7 @@ class ItemOut(BaseModel):
     tags: list[str]
     links: list[str]
     derived_from: list[str]
-    created_at: float
+    created_at: float | str  # a number, or "NaN" / "Infinity" / "-Infinity" for a non-finite stored time
 
 
 class ItemIn(_In):

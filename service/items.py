@@ -26,6 +26,16 @@ MODALITIES: tuple[str, ...] = (
 DEFAULT_SCOPE = "local"
 
 
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def json_time(value: float) -> float | str:
+    """A time as strict JSON holds it: the number, or "NaN" / "Infinity" / "-Infinity"."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
 def _new_id() -> str:
     # 64 random bits, as the spec's store generates them: short enough that a tight context budget still fits an
     # item's [kind:id] tag, and a collision among 10^9 items has odds of about 1 in 40,000.
@@ -82,11 +92,12 @@ class SubstrateItem:
         self.derived_from = _id_list(self.derived_from, "derived_from")
         if not isinstance(self.id, str) or not self.id.strip():
             raise ValueError(f"SubstrateItem.id must be a non-empty string, got {self.id!r}")
+        if isinstance(self.created_at, str) and self.created_at in _NON_FINITE:
+            self.created_at = float(self.created_at)  # as stored: JSON has no NaN or infinity (see json_view)
         if isinstance(self.created_at, bool) or not isinstance(self.created_at, (int, float)):
             raise ValueError(f"SubstrateItem.created_at must be a number, got {self.created_at!r}")
+        # A NaN or infinite time is kept: it is data that check_freshness() audits and reports STALE.
         self.created_at = float(self.created_at)
-        if not math.isfinite(self.created_at):
-            raise ValueError(f"SubstrateItem.created_at must be finite, got {self.created_at!r}")
 
     def to_json(self) -> dict[str, Any]:
         """Return this item as a JSON-serializable dictionary (an independent deep copy)."""
@@ -104,7 +115,8 @@ class SubstrateItem:
         }
 
     def json_view(self) -> dict[str, Any]:
-        """The ``to_json`` dictionary sharing this item's containers (no copy): for callers that copy it anyway."""
+        """The ``to_json`` dictionary sharing this item's containers (no copy), strictly JSON: a non-finite
+        ``created_at`` as "NaN", "Infinity" or "-Infinity" (how it is stored; the constructor reads it back)."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -115,7 +127,7 @@ class SubstrateItem:
             "tags": self.tags,
             "links": self.links,
             "derived_from": self.derived_from,
-            "created_at": self.created_at,
+            "created_at": json_time(self.created_at),
         }
 
     @classmethod

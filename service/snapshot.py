@@ -34,7 +34,7 @@ def write_snapshot(root: Path, items: Iterable[SubstrateItem]) -> str:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for item in items:
-                f.write(json.dumps(item.to_json(), ensure_ascii=False, allow_nan=False))
+                f.write(json.dumps(item.json_view(), ensure_ascii=False, allow_nan=False))
                 f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -74,7 +74,7 @@ def read_snapshot(root: Path) -> list[SubstrateItem]:
             raise SnapshotError(path, n, line, "invalid JSON (nested too deeply)") from None
         try:
             item = SubstrateItem.from_json(row)
-            normalize_json(item.to_json(), "item")  # storable: no NaN, NUL or lone surrogates
+            normalize_json(item.json_view(), "item")  # storable: no NaN, NUL or lone surrogates
         except (TypeError, ValueError, RecursionError) as exc:
             raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
         items.pop(item.id, None)

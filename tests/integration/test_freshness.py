@@ -21,6 +21,7 @@ from service import (
     ingest_artifacts,
     ingest_file,
 )
+from service.substrate import Substrate
 
 
 def test_content_hash_is_labelled_full_sha256_or_none(tmp_path: Path) -> None:
@@ -160,3 +161,28 @@ def test_one_hash_per_file_per_sweep(store, tmp_path: Path, monkeypatch) -> None
 def test_freshness_is_three_state_not_boolean() -> None:
     assert {s.value for s in FreshnessState} == {"fresh", "stale", "unverifiable"}
     assert not Freshness("x", FreshnessState.UNVERIFIABLE).fresh
+
+
+@pytest.mark.parametrize("when", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_created_at_is_stored_and_reported_stale_not_raised(store, when: float, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from projections.runner import rebuild, table_digests
+    from service import SubstrateItem
+
+    i = store.put(SubstrateItem(kind="text", text="corrupted clock", created_at=when))
+    got = store.get(i).created_at
+    assert (math.isnan(got) and math.isnan(when)) or got == when  # kept as data, not refused
+    verdict = check_freshness(store, i)
+    assert verdict.state is FreshnessState.STALE and verdict.signals[0].startswith("invalid timestamp")
+    report = freshness_report(store)  # the sweep names it and goes on
+    assert report["stale"] == [i]
+    store.update(i, text="still corrupted")
+    store.save(tmp_path)  # strict JSON on disk, read back to the same time
+    other = Substrate(root=tmp_path)
+    try:
+        back = other.get(i).created_at
+        assert (math.isnan(back) and math.isnan(when)) or back == when
+    finally:
+        other.close()
+    with store.engine.connect() as c:
+        live = table_digests(c)[1]
+    assert rebuild(store.engine).digests == live
