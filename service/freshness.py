@@ -136,7 +136,7 @@ class _Auditor:
                 stale.append(f"moved: {ref} no longer exists")
             elif isinstance(recorded, str) and recorded:
                 if actual is None:
-                    open_questions.append(f"unreadable: {ref} cannot be read to check its recorded hash")
+                    open_questions.append(f"unreadable: {ref} cannot be read to check its recorded hash (unverifiable)")
                 elif actual != recorded:
                     stale.append(f"changed: {ref} now hashes to {actual}, recorded {recorded}")
         successors = list(self.superseding.get(item_id, []))
@@ -148,7 +148,7 @@ class _Auditor:
         if successors:
             stale.append(f"superseded: by {', '.join(dict.fromkeys(successors))}")
         if self.max_age_s is not None and age > self.max_age_s:
-            stale.append(f"aged: {age:.0f}s old > max_age_s {self.max_age_s:g}")
+            stale.append(f"aged: {age:.0f}s old > max_age_s {self.max_age_s:g} (a reason to review, not proof)")
         state = (
             FreshnessState.STALE if stale else FreshnessState.UNVERIFIABLE if open_questions else FreshnessState.FRESH
         )
@@ -157,10 +157,10 @@ class _Auditor:
     def _age(self, doc: dict[str, Any], stale: list[str]) -> float:
         created = doc.get("created_at")
         if isinstance(created, bool) or not isinstance(created, (int, float)) or not math.isfinite(created):
-            stale.append(f"invalid timestamp: created_at is {created!r}")
+            stale.append(f"invalid timestamp: created_at is {created!r}, not a finite timestamp")
             return 0.0
         if created > self.now:
-            stale.append(f"invalid timestamp: created_at {created} is in the future of now {self.now}")
+            stale.append(f"invalid timestamp: created_at {created} is future-dated (now is {self.now})")
         return self.now - float(created)
 
 
