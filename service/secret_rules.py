@@ -7,6 +7,8 @@ import binascii
 import bisect
 import json
 import re
+import re._constants as _sre_constants
+import re._parser as _sre_parser
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -16,6 +18,7 @@ __all__ = [
     "assignment_value_ok",
     "is_placeholder",
     "keyword_pattern",
+    "low_entropy",
     "sensitive_key",
     "sensitive_pair",
     "triggered",
@@ -33,10 +36,40 @@ _RD = r"(?![A-Za-z0-9_\-])"
 # "key" / "key": / KEY= / key => / key := -- the assignment glue shared by every context-anchored rule.
 _SEP = r"""\\?["']?[ \t]{0,8}+(?::=|=>|[:=])[ \t]{0,8}+\\?["']?"""
 
+# Placeholder words count only as whole segments in one case: lowercase or Capitalized, bounded by the string's
+# edge, a non-letter or a lower->upper case change ("fake-token", "myFakeToken", "..._example"), or ALL CAPS anywhere
+# (an all-caps run has no visible word boundary: AKIAIOSFODNN7EXAMPLE, ...CYEXAMPLEKEY). A case-insensitive
+# substring would drop real random tokens that happen to spell one ("...1lFaKe").
+_PLACEHOLDER_WORDS_RX = (
+    ("example",), ("dummy",), ("sample",), ("placeholder",), ("change", "me"), ("change", "it"), ("replace", "me"),
+    ("redacted",), ("masked",), ("fake",),
+)
+# A lowercase placeholder word may run on into a credential word: examplekey, dummypassword, fakesecret.
+_LOWER_COMPOUND = r"(?:key|token|secret|pass|pwd|here|value|api|user|id)"
+
+
+def _placeholder_word(parts: tuple[str, ...]) -> str:
+    sep = r"[_\-]?"
+    lower = sep.join(parts)
+    camel = parts[0] + sep + sep.join(p.capitalize() for p in parts[1:]) if len(parts) > 1 else None
+    title = sep.join(p.capitalize() for p in parts)
+    upper = sep.join(p.upper() for p in parts)
+    forms = [
+        r"(?<![A-Za-z])" + lower + r"(?:(?![a-z])|(?=" + _LOWER_COMPOUND + "))",
+        r"(?<![A-Z])" + title + r"(?![a-z])",
+        upper,
+    ]
+    if camel is not None:
+        forms.insert(1, r"(?<![A-Za-z])" + camel + r"(?![a-z])")
+    return "|".join(forms)
+
+
 _PLACEHOLDER = re.compile(
-    r"example|dummy|sample|placeholder|change[_\-]?(?:me|it)|replace[_\-]?me|your[_\-]|^your|redacted|masked|fake"
-    r"|x{4}|\*{4}|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$|^[*xX•.#_\-]+$",
-    re.IGNORECASE,
+    "|".join(_placeholder_word(w) for w in _PLACEHOLDER_WORDS_RX)
+    + r"|(?<![A-Za-z])(?:your|Your)(?:[_\-]|(?=[A-Z]))|YOUR[_\-]|(?i:^your)"
+    + r"|(?i:x{4})|\*{4}|#{4}"
+    + r"|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$"
+    + r"|^[*xX•.#_\-]+$"
 )
 _STOPWORDS = frozenset(
     "none null nil true false undefined empty required optional string str bytes int integer bool boolean number "
@@ -64,16 +97,42 @@ _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "value", "token"})
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,64}(?:_[A-Z0-9]{1,64}){1,16}")
 _KEYWORD = (
-    r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])pass|pwd|secret|token|auth|apikey"
+    r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])pass|pwd|secret|token|auth|apikey|cred(?:ential)?s|credential"
     r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
+# What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
+# password_b64) -- a closed list: token_type, secret_name or password_file name something else.
+_KEY_SUFFIX = r"(?:[_.\-]?(?:[0-9]{1,8}|value|val|str|b64|base64|hex|raw|plain|plaintext|bytes|literal))"
+_KEY_SUFFIX_REVERSED = r"(?:(?:[0-9]{1,8}|eulav|lav|rts|46b|46esab|xeh|war|nialp|txetnialp|setyb|laretil)[_.\-]?)"
 _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
 # How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
 # so cannot match _KEY_TAIL, and the reversed key tells that with one anchored match.
-_KEYWORD_TAILS = ("word", "wd", "phrase", "pass", "secret", "token", "auth", "key")
+_KEYWORD_TAILS = (
+    "word", "wd", "phrase", "pass", "secret", "token", "auth", "key", "creds", "credentials", "credential",
+)
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
-_NOT_SECRET_KEY = re.compile(r"(?:page|next|continuation|pagination|sync|resume|input)[_.\-]?token\Z", re.IGNORECASE)
+_NOT_SECRET_KEY = re.compile(
+    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|public)[_.\-]?token\Z", re.IGNORECASE
+)
+
+
+# A period of at most four characters repeated over twelve (aaaa..., 123123..., abab...).
+_REPEATED = re.compile(r"(.)\1{11}|(..)\2{5}|(...)\3{3}|(....)\4{2}", re.DOTALL)
+
+
+def low_entropy(value: str) -> bool:
+    """Whether ``value`` holds a run no random token has: seven consecutive code points (1234567, abcdefg) or a short
+    period repeated over twelve characters (aaaaaaaaaaaa, 123123123123). Either is ~1e-9 per position in base62."""
+    return _ascending_run(value) >= 7 or _REPEATED.search(value) is not None
+
+
+def _ascending_run(value: str) -> int:
+    longest = run = 1 if value else 0
+    for a, b in zip(value, value[1:]):
+        run = run + 1 if ord(b) - ord(a) == 1 else 1
+        longest = max(longest, run)
+    return longest
 
 
 def is_placeholder(value: str) -> bool:
@@ -81,11 +140,18 @@ def is_placeholder(value: str) -> bool:
     return _PLACEHOLDER.search(value) is not None
 
 
-def assignment_value_ok(value: str, *, quoted: bool, sep: str = "=", spaced: bool = False) -> bool:
-    """Whether the value of a ``key = value`` assignment to a sensitive key is plausibly a real secret."""
+def assignment_value_ok(
+    value: str, *, quoted: bool, sep: str = "=", spaced: bool = False, password: bool = False
+) -> bool:
+    """Whether the value of a ``key = value`` assignment to a sensitive key is plausibly a real secret. Under a
+    ``password`` key a weak value (12345678, abcdefgh) is still a leaked password; a token or key is not a count."""
     v = value.strip()
-    if len(v) < 6 or v.lower() in _STOPWORDS or v.lower() in _PLACEHOLDER_WORDS or is_placeholder(v) or len(set(v)) <= 3:
+    if len(v) < 6 or v.lower() in _STOPWORDS or v.rstrip(":").lower() in _PLACEHOLDER_WORDS or is_placeholder(v):
         return False
+    if len(set(v)) <= 3:
+        return False  # ******, xxxxxx, aaaaaa: a mask or a filler
+    if not password and ((len(v) >= 16 and low_entropy(v)) or 2 * _ascending_run(v) >= len(v)):
+        return False  # 123123..., or mostly a count (xoxp-1234567890, dapi1234567890123...)
     if any(c.isspace() for c in v):
         return False  # prose or a validation message ("password": "must be at least 8 characters")
     if _UUID.fullmatch(v) or _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
@@ -118,10 +184,12 @@ def sensitive_key(key: str) -> bool:
 
 def sensitive_pair(key: str, value: str) -> bool:
     """Whether payload entry ``key: value`` is a credential, judged on its serialized (JSON-escaped) form."""
-    if not sensitive_key(key):
+    if not sensitive_key(key) or (_CRED_KEY.search(key) is not None and _loose_credential(value)):
         return False
     escaped = json.dumps(value, ensure_ascii=False)[1:-1]
-    return assignment_value_ok(escaped[:_MAX_VALUE], quoted=True, sep=":", spaced=True)
+    return assignment_value_ok(
+        escaped[:_MAX_VALUE], quoted=True, sep=":", spaced=True, password=_PASSWORD_KEY.search(key) is not None
+    )
 
 
 # Every rule declares what each of its matches necessarily contains, so a text holding none of it skips the rule:
@@ -130,9 +198,13 @@ def sensitive_pair(key: str, value: str) -> bool:
 # (punctuation, a capital) and check what precedes it with a lookbehind, so the one combined search over all of
 # them only stops at such characters. Keywords are searched in the reversed text, where the glue comes first and
 # the search only stops at ':' and '='. Anchors are a superset filter: they must never be stricter than the rule.
-_GLUE = r"""\\?["']?\]?[ \t]{0,8}[:=]"""
+# The glue also covers what the generic rule accepts between a keyword and its value: a key suffix (token_2 =),
+# a Go type (var token string =) and the longer operators (Makefile ::= :::= ?= +=, PHP .=).
+_GLUE = r"""(?i:""" + _KEY_SUFFIX + r"""){0,2}\\?["']?\]?(?:[ \t]{1,8}(?i:string))?[ \t]{0,8}[:.?+]{0,3}[:=]"""
 # Possessive: a space, quote or backslash given back could only be matched by a keyword letter, which none is.
-_GLUE_REVERSED = r"""[:=][ \t]{0,8}+\]?+["']?+\\?+"""
+_GLUE_REVERSED = (
+    r"""[:=][:.?+]{0,3}+[ \t]{0,8}+(?:(?i:gnirts)[ \t]{1,8}+)?\]?+["']?+\\?+(?i:""" + _KEY_SUFFIX_REVERSED + r"){0,2}"
+)
 
 
 def keyword_pattern(keywords: tuple[str, ...], *, reverse: bool = False) -> str:
@@ -202,6 +274,51 @@ def _mixed(_m: re.Match[str], secret: str) -> bool:
     return any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
 
 
+def _random(_m: re.Match[str], secret: str) -> bool:
+    return _mixed(_m, secret) and not low_entropy(secret)
+
+
+def _slack_check(_m: re.Match[str], secret: str) -> bool:
+    """A Slack token is xox?-/xapp- then numeric ids (a one-digit version, or 6+ digits each) and a random part with
+    a digit: xoxb-12345-abcd234, xoxp-1234567890 and xoxp-1-SlackAppConfigurationAccessTokenHere are not."""
+    body = secret.partition("-")[2]
+    legacy = _SLACK_LEGACY.fullmatch(body) if secret.startswith(("xoxa-", "xoxr-")) else None
+    if legacy is not None:  # legacy workspace access / refresh token: xoxa-2-<random>
+        return _mixed(_m, legacy.group(1)) and not low_entropy(legacy.group(1))
+    parts = [p for p in body.split("-") if p]
+    rest = "".join(p for p in parts if not p.isdigit())
+    if len(body) < 20 or not rest or not parts[0].isdigit() or low_entropy(rest):
+        return False
+    if any(len(p) < 6 and not (i == 0 and len(p) == 1) for i, p in enumerate(parts) if p.isdigit()):
+        return False
+    return any(c.isdigit() for c in rest)
+
+
+def _twitter_bearer_check(_m: re.Match[str], secret: str) -> bool:
+    tail = secret.lstrip("A")
+    return len(set(tail)) >= 12 and _mixed(_m, tail) and not low_entropy(tail)
+
+
+def _authorization_check(m: re.Match[str], secret: str) -> bool:
+    # After a scheme (Token, Api-Token) any credential-shaped value; without one, only a token-like value.
+    if secret.lower() in _PLACEHOLDER_WORDS or secret.lower() in _AUTH_SCHEMES or secret.startswith(("$", "%")):
+        return False
+    if m.group("scheme") is not None:
+        return len(secret) >= 8 and _mixed(m, secret) and not low_entropy(secret)
+    return _bearer_check(m, secret) and _mixed(m, secret) and not low_entropy(secret)
+
+
+_AUTH_SCHEMES = frozenset("basic bearer digest negotiate ntlm oauth token api-token ssws hoba mutual".split())
+
+
+_CLI_PLACEHOLDERS = _PLACEHOLDER_WORDS | {"test", "changeit", "changeme", "secret123", "username", "user"}
+
+
+def _cli_check(_m: re.Match[str], secret: str) -> bool:
+    # curl -u 'test:test', curl -u <user:password>, curl --user neo4j:[PASSWORD]: documentation, not a login.
+    return secret.lower() not in _CLI_PLACEHOLDERS and secret[0] not in "<[{" and secret[-1] not in ">]}"
+
+
 def _url_check(m: re.Match[str], secret: str) -> bool:
     # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
     return secret.lower() not in _PLACEHOLDER_WORDS
@@ -232,14 +349,59 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         return False
     if sep == ":" and not spaced and text[key_start - 1 : key_start] == ":":
         return False  # one component of an ARN / URN (arn:aws:secretsmanager:...:secret:name), not an assignment
+    if sep == ":" and not spaced and "." in key and key.islower() and _MAVEN_ARTIFACT.fullmatch(secret):
+        return False  # a Maven coordinate (io.jsonwebtoken:jjwt-jackson:0.11.2), not an assignment
+    if m.group("s_uq") is not None and text.startswith(("...", "\u2026"), m.end()):
+        return False  # elided in the docs (TOKEN=ops_eyJzaW...), not the credential
+    if _SLACK_PREFIX.match(secret) is not None and not _slack_check(m, secret):
+        return False  # a Slack token shape its own rule turned down (xoxp-1234567890): a sample, not a token
+    if _CRED_KEY.search(key) is not None and _loose_credential(secret):
+        return False  # credentials: include (fetch), creds: aws.json -- a mode or a file, not the credential
+    if m.group("s_yb") is not None:
+        return _block_scalar_ok(m, key, secret, sep, spaced)
     quoted = m.group("s_uq") is None
+    password = _PASSWORD_KEY.search(key) is not None
     if not quoted and key.lower().endswith("secret") and _DNS_LABEL.fullmatch(secret):
         return False  # existingSecret: db-credentials -- a Kubernetes Secret's name, not its content
     if not quoted and sep == ":" and _yaml_literal(key, key_start, secret, text, m.end()):
-        return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced)
-    if not quoted and sep == ":" and _PASSWORD_KEY.search(key) is None and _setting_like(key, secret):
+        return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password)
+    if not quoted and sep == ":" and not password and _setting_like(key, secret):
         return False  # auth: oauth2, token: sha256, secret: v1beta1 -- a setting's name, not a credential
-    return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced)
+    return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced, password=password)
+
+
+# groupId:artifactId[:version]: the artifact id, then a version (-0.11.2) or the rest of the coordinate (:1.0).
+_MAVEN_ARTIFACT = re.compile(
+    r"[a-z][a-z0-9]{0,64}(?:[-_.][a-z0-9]{1,64}){0,16}(?:-v?[0-9]{1,8}(?:\.[\w]{1,16}){1,8}|:[\w.\-]{1,64})"
+)
+_SLACK_LEGACY = re.compile(r"(?:[0-9]-)?([0-9A-Za-z]{8,48})")
+_SLACK_PREFIX = re.compile(r"xox[a-z]-|xapp-")
+_CRED_KEY = re.compile(r"cred(?:ential)?s?\Z", re.IGNORECASE)
+_FILE_NAME = re.compile(r"[\w.\-]{1,200}\.[A-Za-z]{2,5}")
+
+
+def _loose_credential(value: str) -> bool:
+    """Under a ``credentials`` / ``creds`` key: a word (include, same-origin) or a file name, not a credential."""
+    v = value.strip()
+    return all(c.isalpha() or c in "-_" for c in v) or _FILE_NAME.fullmatch(v) is not None
+
+
+def _block_scalar_ok(m: re.Match[str], key: str, secret: str, sep: str, spaced: bool) -> bool:
+    """``token: |`` then the value alone on the next, indented line: a string literal, unless the block goes on
+    (a script or a document under the key, not one credential)."""
+    text, end = m.string, m.end()
+    if sep != ":":
+        return False
+    line_end = _LINE_END.match(text, end)
+    if line_end is None:
+        return False
+    next_line = text[line_end.end() : line_end.end() + 1100].partition("\n")[0]
+    if next_line.startswith(m.group("ind")) and next_line.strip():
+        return False  # a second line in the block
+    password = _PASSWORD_KEY.search(key) is not None
+    if not password and _setting_like(key, secret):
+        return False
+    return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password)
 
 
 def _setting_like(key: str, value: str) -> bool:
@@ -313,17 +475,21 @@ _URL_PASSWORD = (
     r":(?P<s>[^\s@/?#'\"<>]{1,256}+)@(?P<host>[A-Za-z0-9._\-\[\]:%]{1,253}+)"
 )
 _ASSIGNMENT = (
-    r"(?P<kw>" + _KEYWORD + r")(?![\w.\-])\\?[\"']?\]?(?P<w1>[ \t]{0,8}+)(?P<sep>:=|=>|=|:)(?P<w2>[ \t]{0,8}+)"
+    r"(?P<kw>" + _KEYWORD + r")(?P<sfx>" + _KEY_SUFFIX + r"{1,2})?(?![\w\-]|\.(?!=))\\?[\"']?\]?"
+    r"(?P<type>[ \t]{1,8}+string(?=[ \t]{0,8}+=))?(?P<w1>[ \t]{0,8}+)"
+    r"(?P<sep>:::=|::=|:=|=>|[.?+]=|=|:)(?P<w2>[ \t]{0,8}+)"
     r"(?:\\\"(?P<s_eq>[^\"\\\r\n]{1,1024}+)"
     r"|\"(?P<s_dq>(?:[^\"\\\r\n]|\\.){1,1024}+)"
     r"|'(?P<s_sq>(?:[^'\\\r\n]|\\.){1,1024}+)"
     r"|`(?P<s_bq>[^`\r\n]{1,1024}+)"
+    # A YAML block scalar (token: |, token: >-) whose one line holds the value.
+    r"|[|>][+\-]?[1-9]?[+\-]?[ \t]{0,8}+\r?\n(?P<ind>[ \t]{1,32}+)(?P<s_yb>[^\s'\"`]{1,1024}+)"
     # Unquoted: never ends on closing punctuation, so "(password = x)" or "pwd=x." keeps its ')' or '.' out.
     r"|(?P<s_uq>[^\s'\"`,;]{0,511}[^\s'\"`,;)\]}.:!?]))"
 )
 
 _ASSIGNMENT_RX = re.compile(_ASSIGNMENT, re.IGNORECASE)
-_VALUE_GROUPS = ("s_eq", "s_dq", "s_sq", "s_bq", "s_uq")
+_VALUE_GROUPS = ("s_eq", "s_dq", "s_sq", "s_bq", "s_yb", "s_uq")
 _QUERY_END = re.compile(r"[&#]")
 
 
@@ -397,7 +563,11 @@ RULES: tuple[Rule, ...] = (
         anchors=("A(?:KIA|SIA)",),
         keywords=("key",),
     ),
-    Rule("gcp_api_key", _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD), anchors=("AIza",)),
+    Rule(
+        "gcp_api_key",
+        _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD, check=lambda _m, s: not low_entropy(s)),
+        anchors=("AIza",),
+    ),
     Rule(
         "azure_storage_key",
         _regex(r"(?<![A-Za-z0-9])(?i:(?:Account|SharedAccess)Key)" + _SEP + r"(?P<s>[A-Za-z0-9+/]{20,128}+={0,2}+)"),
@@ -416,10 +586,21 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "gitlab_token",
         _regex(
-            _L + r"gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,64}+(?:\.[A-Za-z0-9_\-]{1,64}+){0,3}+",
+            _L + r"gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat|agent|ffct)-[A-Za-z0-9_\-]{20,64}+"
+            r"(?:\.[A-Za-z0-9_\-]{1,64}+){0,3}+",
             _L + r"GR1348941[A-Za-z0-9_\-]{20,64}+",  # runner registration token
+            r"(?<![\w\-])_gitlab_session=(?P<s>[0-9a-z]{32})" + _R,  # session cookie
+            check=lambda _m, s: not low_entropy(s),
         ),
-        anchors=(r"-(?<=gl(?:pat|ptt|cbt|oas|imt)-)", r"-(?<=gl(?:dt|rt|ft)-)", r"-(?<=glsoat-)", "GR1348941"),
+        anchors=(
+            r"-(?<=gl(?:pat|ptt|cbt|oas|imt)-)",
+            r"-(?<=gl(?:dt|rt|ft)-)",
+            r"-(?<=glsoat-)",
+            r"-(?<=glagent-)",
+            r"-(?<=glffct-)",
+            "GR1348941",
+            r"=(?<=_gitlab_session=)",
+        ),
     ),
     Rule(
         "bitbucket_app_password",
@@ -436,14 +617,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "slack_webhook",
         _regex(
-            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>T[A-Za-z0-9_]{6,20}/[A-Za-z0-9_/\-]{10,200}+)"
+            r"(?:https?://)?(?<![\w.\-])hooks\.slack\.com/(?:services|workflows|triggers)/"
+            r"(?P<s>T[A-Za-z0-9_]{6,20}/[A-Za-z0-9_/\-]{10,200}+)"
         ),
-        anchors=(r"/(?<=:/)/hooks\.slack\.com/",),
+        anchors=(r"\.(?<=hooks\.)slack\.com/",),
     ),
     Rule(
         "slack_token",
-        _regex(_L + r"xox[baprse]-[0-9A-Za-z\-]{10,250}+", _L + r"xapp-[0-9A-Za-z\-]{20,250}+", check=_mixed),
-        anchors=(r"-(?<=xox[baprse]-)", r"-(?<=xapp-)"),
+        _regex(_L + r"xox[baprseo]-[0-9A-Za-z\-]{10,250}+", _L + r"xapp-[0-9A-Za-z\-]{20,250}+", check=_slack_check),
+        anchors=(r"-(?<=xox[baprseo]-)", r"-(?<=xapp-)"),
     ),
     Rule(
         "discord_webhook",
@@ -533,8 +715,13 @@ RULES: tuple[Rule, ...] = (
     Rule("digitalocean_token", _regex(_L + r"do[por]_v1_[a-f0-9]{64}" + _R), anchors=(r"_(?<=do[por]_)v1_",)),
     Rule(
         "grafana_token",
-        _regex(_L + r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _R, _L + r"glc_[A-Za-z0-9+/]{32,400}+={0,2}+"),
-        anchors=(r"_(?<=glsa_)", r"_(?<=glc_)"),
+        _regex(
+            _L + r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _R,
+            _L + r"glc_[A-Za-z0-9+/]{32,400}+={0,2}+",
+            _L + r"eyJrIjoi[A-Za-z0-9]{70,400}+={0,3}+",  # API key: base64 of {"k":"...
+            check=lambda _m, s: not low_entropy(s),
+        ),
+        anchors=(r"_(?<=glsa_)", r"_(?<=glc_)", r"J(?<=eyJ)rIjoi"),
     ),
     Rule(
         "vault_token",
@@ -646,8 +833,19 @@ RULES: tuple[Rule, ...] = (
             _L + r"tfp_[A-Za-z0-9_\-.]{44,59}+" + _RD,  # Typeform
             _L + r"shippo_live_[a-f0-9]{40}" + _R,  # Shippo
             _L + r"rzp_live_[A-Za-z0-9]{14}" + _R,  # Razorpay
-            _L + r"FLWSECK-[a-f0-9]{32}-X" + _R,  # Flutterwave
-            check=_mixed,
+            _L + r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X" + _R,  # Flutterwave secret key
+            _L + r"FLWSECK(?:_TEST)?-[a-h0-9]{12}" + _R,  # Flutterwave encryption key
+            _L + r"dapi[a-f0-9]{32}(?:-[0-9])?" + _R,  # Databricks
+            _L + r"LTAI[A-Za-z0-9]{20}" + _R,  # Alibaba Cloud access key id
+            _L + r"AKCp[A-Za-z0-9]{69}" + _R,  # Artifactory API key
+            _L + r"ops_eyJ[A-Za-z0-9+/]{250,8192}+={0,3}+",  # 1Password service account
+            _L + r"p8e-[A-Za-z0-9]{32}" + _R,  # Adobe client secret
+            _L + r"CLOJARS_[a-z0-9]{60}" + _R,  # Clojars
+            r"(?<![A-Za-z0-9+/])EZ[AT]K[A-Za-z0-9]{54}" + _R,  # EasyPost (live and test)
+            _L + r"fio-u-[A-Za-z0-9_=\-]{64}" + _RD,  # Frame.io
+            r"(?<![\w.\-/])ico-[A-Za-z0-9]{32}" + _R,  # Infracost
+            _L + r"duffel_(?:test|live)_[A-Za-z0-9_=\-]{43}" + _RD,  # Duffel
+            check=_random,
         ),
         anchors=(
             r"_(?<=dckr_)pat_",
@@ -668,7 +866,17 @@ RULES: tuple[Rule, ...] = (
             r"_(?<=tfp_)",
             r"_(?<=shippo_)live_",
             r"_(?<=rzp_)live_",
-            r"-(?<=FLWSECK-)",
+            "FLWSECK",
+            "dapi",
+            "LTAI",
+            "AKCp",
+            r"_(?<=ops_)eyJ",
+            r"-(?<=p8e-)",
+            "CLOJARS_",
+            "EZ[AT]K",
+            r"-(?<=fio-)u-",
+            r"-(?<=ico-)",
+            r"_(?<=duffel_)(?:test|live)_",
         ),
     ),
     # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
@@ -709,6 +917,28 @@ RULES: tuple[Rule, ...] = (
         anchors=(r"Bearer[ \t]",),
         keywords=("authorization",),
     ),
+    Rule(
+        "authorization_token",
+        _regex(
+            r"(?i:authorization)" + _SEP + r"(?:(?P<scheme>(?i:(?:api-)?token))[ \t]{1,8}+)?"
+            r"(?P<s>[A-Za-z0-9_=~@.+/\-]{8,4096}+)(?![^\s'\"\\,;)])",
+            check=_authorization_check,
+        ),
+        keywords=("authorization",),
+    ),
+    Rule(
+        "twitter_bearer_token",
+        _regex(r"(?<![A-Za-z0-9%])A{20}[A-Za-z0-9%]{80,120}+(?![A-Za-z0-9%])", check=_twitter_bearer_check),
+        anchors=("AAAAAAAAAAAAAAAAAAAA",),
+    ),
+    Rule(
+        "teams_webhook",
+        _regex(
+            r"https://[A-Za-z0-9\-]{1,63}+\.webhook\.office\.com/webhookb2/"
+            r"(?P<s>[A-Za-z0-9\-]{36}@[A-Za-z0-9\-]{36}/IncomingWebhook/[A-Za-z0-9]{32}/[A-Za-z0-9\-]{36})",
+        ),
+        anchors=(r"\.(?<=webhook\.)office\.com/webhookb2/",),
+    ),
     Rule("url_credentials", _regex(_URL_PASSWORD, check=_url_check), anchors=("/(?<=:/)/",)),
     # Credentials on a command line: curl/wget/httpie `-u user:pass`, `--user user:pass`, `--password value`.
     Rule(
@@ -724,7 +954,7 @@ RULES: tuple[Rule, ...] = (
             r"[ \t]{0,4}+['\"]?(?P<s_sp>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             r"(?<![\w-])mysql(?:dump|admin|import|check)?(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-p"
             r"(?P<s_my>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
-            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS,
+            check=_cli_check,
         ),
         anchors=(
             r"-u[ \t=]",
@@ -745,7 +975,8 @@ RULES: tuple[Rule, ...] = (
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
-            check=lambda m, secret: sensitive_key(m.group("k")) and assignment_value_ok(secret, quoted=True),
+            check=lambda m, secret: sensitive_key(m.group("k"))
+            and assignment_value_ok(secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None),
         ),
         anchors=(
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
@@ -761,7 +992,29 @@ RULES: tuple[Rule, ...] = (
 )
 
 # The union of every rule's anchors, and of every rule's keywords (searched in the reversed text).
-_ANY_ANCHOR = re.compile("|".join(a for rule in RULES for a in rule.anchors))
+# A plain lowercase word as an anchor (Databricks' "dapi") would stop the combined search at every such letter of
+# prose; a substring test finds it at C speed instead.
+_LITERAL_ANCHOR = re.compile(r"[a-z][a-z0-9_]{2,31}")
+_ANY_LITERAL = tuple(a for rule in RULES for a in rule.anchors if _LITERAL_ANCHOR.fullmatch(a))
+
+
+def _union(anchors: list[str]) -> str:
+    """``a1|a2|...`` with the anchors that open on the same literal character factored (``A(?:IZa|KCp)``): the
+    search then tries one branch per first character at each stop, not one per anchor. Same language."""
+    groups: dict[str, list[str]] = {}
+    rest: list[str] = []
+    for a in dict.fromkeys(anchors):
+        head = 2 if a.startswith("\\") else 1
+        parsed = _sre_parser.parse(a)
+        if len(parsed) > 1 and parsed[0][0] is _sre_constants.LITERAL and len(a) > head and a[head] not in "*+?{":
+            groups.setdefault(a[:head], []).append(a[head:])
+        else:
+            rest.append(a)
+    factored = [h + (t[0] if len(t) == 1 else "(?:" + "|".join(t) + ")") for h, t in groups.items()]
+    return "|".join(factored + rest)
+
+
+_ANY_ANCHOR = re.compile(_union([a for rule in RULES for a in rule.anchors if a not in _ANY_LITERAL]))
 _ANY_KEYWORD = re.compile(
     keyword_pattern(tuple(dict.fromkeys(k for rule in RULES for k in rule.keywords)), reverse=True)
 )
@@ -770,6 +1023,11 @@ _ANY_KEYWORD = re.compile(
 def triggered(text: str) -> list[tuple[int, Rule]]:
     """The rules (with their position in RULES) whose anchors occur in ``text``: no other rule can match it."""
     anchored = _ANY_ANCHOR.search(text) is not None
+    if not anchored:
+        for literal in _ANY_LITERAL:
+            if literal in text:
+                anchored = True
+                break
     # Every keyword pattern starts with ':' or '=' in the reversed text, so without either there is nothing to reverse.
     reversed_text = text[::-1] if ":" in text or "=" in text else None
     if reversed_text is not None and _ANY_KEYWORD.search(reversed_text) is None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.items import SubstrateItem
-from service.secret_rules import RULES
+from service.secret_rules import RULES, is_placeholder, low_entropy
 from service.security import (
     SecretFinding,
     SecretPolicyError,
@@ -213,6 +213,55 @@ TRUE_POSITIVES = [
     ("paypal_braintree_token", "A21AA" + (k := rnd(90, URLSAFE)), "A21AA" + k),
     ("huggingface_token", "api_org_" + (k := rnd(33) + "1"), "api_org_" + k),
     ("private_key_base64", "client-key-data: " + (k := base64.b64encode(pem("RSA PRIVATE KEY").encode()).decode()), k),
+    # A placeholder word inside a random token is no placeholder: only whole segments count ("...1lFaKe" is random).
+    ("slack_token", '"bot_token4": "' + (k := "xoxb-" + rnd(12, DIGITS) + "-" + rnd(13) + "1lFaKe") + '"', k),
+    ("sensitive_assignment", "api_key = '" + (k := rnd(10) + "7ExAmPlE" + rnd(6)) + "'", k),
+    # Assignment forms: Go typed declarations, PHP .=, Makefile ::= :::= ?= +=, YAML block scalars, key suffixes.
+    ("sensitive_assignment", 'var algoliaToken string = "' + (k := rnd(32, HEX)) + '"', k),
+    ("sensitive_assignment", '$algoliaToken .= "' + (k := rnd(32, HEX)) + '"', k),
+    ("sensitive_assignment", 'algolia_TOKEN ::= "' + (k := rnd(24)) + '"', k),
+    ("sensitive_assignment", 'algolia_TOKEN :::= "' + (k := rnd(24)) + '"', k),
+    ("sensitive_assignment", 'algolia_TOKEN ?= "' + (k := rnd(24)) + '"', k),
+    ("sensitive_assignment", 'algolia_TOKEN += "' + (k := rnd(24)) + '"', k),
+    ("sensitive_assignment", "algolia_token: |\n  " + (k := rnd(32, HEX)), k),
+    ("sensitive_assignment", "auth:\n  api_token: >-\n    " + (k := rnd(28)) + "\nnext: 1", k),
+    ("sensitive_assignment", 'some_api_token_123 = "' + (k := rnd(20)) + '"', k),
+    ("sensitive_assignment", 'secret_value = "' + (k := rnd(20)) + '"', k),
+    ("sensitive_assignment", 'credentials: "' + (k := rnd(24)) + '"', k),
+    ("sensitive_assignment", "export DEPLOY_CREDS=" + (k := rnd(24) + "5"), k),
+    # Provider shapes with distinctive prefixes.
+    ("slack_webhook", "http://hooks.slack.com/services/" + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)), k),
+    ("slack_webhook", "url: hooks.slack.com/services/" + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)), k),
+    ("slack_token", "xoxo-" + (k := rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(18, HEX) + "a1"), "xoxo-" + k),
+    ("slack_token", '"access_token1": "xoxa-2-' + (k := rnd(14) + "7") + '"', "xoxa-2-" + k),
+    ("gitlab_token", "glagent-" + (k := rnd(50, URLSAFE)), "glagent-" + k),
+    ("gitlab_token", "glffct-" + (k := rnd(20, URLSAFE)), "glffct-" + k),
+    ("gitlab_token", "glft-" + (k := rnd(20, URLSAFE)), "glft-" + k),
+    ("gitlab_token", "Cookie: _gitlab_session=" + (k := rnd(31, HEX + "ghijklmnopqrstuvwxyz") + "7"), k),
+    ("platform_token", "DATABRICKS_HOST=x DATABRICKS_TOKEN=dapi" + (k := rnd(31, HEX) + "a"), "dapi" + k),
+    ("platform_token", 'alibabaKey := "LTAI' + (k := rnd(19) + "7") + '"', "LTAI" + k),
+    ("platform_token", "AKCp" + (k := rnd(68) + "7"), "AKCp" + k),
+    ("platform_token", "OP_SERVICE_ACCOUNT_TOKEN=ops_eyJ" + (k := rnd(300, B64) + "1"), "ops_eyJ" + k),
+    ("platform_token", 'adobeClient := "p8e-' + (k := rnd(31) + "7") + '"', "p8e-" + k),
+    ("platform_token", "CLOJARS_" + (k := rnd(59, string.ascii_lowercase + DIGITS) + "7"), "CLOJARS_" + k),
+    ("platform_token", "example.com?t=EZAK" + (k := rnd(53) + "7") + "&q=1", "EZAK" + k),
+    ("platform_token", "EZTK" + (k := rnd(53) + "7"), "EZTK" + k),
+    ("platform_token", "fio-u-" + (k := rnd(63, URLSAFE + "=") + "7"), "fio-u-" + k),
+    ("platform_token", "INFRACOST_API_KEY: ico-" + (k := rnd(31) + "7"), "ico-" + k),
+    ("platform_token", "duffel_test_" + (k := rnd(42, URLSAFE + "=") + "7"), "duffel_test_" + k),
+    ("platform_token", "FLWSECK_TEST-" + (k := rnd(31, HEX) + "7-X"), "FLWSECK_TEST-" + k),
+    ("twitter_bearer_token", 'twitterToken="' + (k := "A" * 21 + rnd(80) + "%3D" + rnd(10) + "7") + '"', k),
+    ("grafana_token", "grafana: eyJrIjoi" + (k := rnd(80) + "7"), "eyJrIjoi" + k),
+    (
+        "teams_webhook",
+        "https://acme.webhook.office.com/webhookb2/"
+        + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12)) + "@" + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+           + "/IncomingWebhook/" + rnd(32) + "/" + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))),
+        k,
+    ),
+    ("authorization_token", 'curl -H "Authorization: Token ' + (k := rnd(40, HEX)) + '" https://api', k),
+    ("authorization_token", "curl --header 'Authorization: token " + (k := rnd(36)) + "' https://api", k),
+    ("authorization_token", "curl -H 'Authorization: " + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + "'", k),
 ]
 
 # (rule that must NOT fire, text)
@@ -340,6 +389,34 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "PWD=/home/dev/project"),
     ("sensitive_assignment", "password: !vault |"),
     ("sensitive_assignment", "  existingSecret: postgres-credentials"),
+    # Placeholders stay placeholders as whole segments, in any of the usual spellings.
+    ("sensitive_assignment", 'api_key = "EXAMPLEKEY"; token = "myFakeToken"; secret = "dummy_secret_1"'),
+    ("sensitive_assignment", "password: CHANGE_ME\nsecret: ChangeMe\ntoken: sample-token-value"),
+    # New assignment forms keep their look-alikes quiet.
+    ("sensitive_assignment", 'notes            = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"'),
+    ("sensitive_assignment", "fetch(url, {credentials: 'include'}); credentials = 'service-account.json'"),
+    ("sensitive_assignment", 'token_type = "Bearer"; secret_name = "db-secret-2"; password_file = "/run/pw"'),
+    ("sensitive_assignment", "script: |\n  secret: |\n    echo " + rnd(12) + "\n    exit 1"),
+    ("sensitive_assignment", "var token string = os.Getenv(\"TOKEN\"); total_tokens += 1"),
+    ("sensitive_assignment", "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6..."),
+    ("sensitive_assignment", 'csrf-token="' + rnd(40) + '" publicToken = "' + rnd(40) + '"'),
+    # Slack shapes that are too short, sequential or words.
+    ("slack_token", "xoxb-12345-abcd234 and xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere"),
+    ("slack_token", '"token1": "xoxp-1234567890", "token3": "xoxp-1234-1234-1234-' + rnd(32, HEX) + '"'),
+    ("slack_webhook", "hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+    # curl placeholders.
+    ("cli_password", "curl -i -u 'test:test'; curl -u <user:password> https://test.com/endpoint"),
+    ("cli_password", "curl --user neo4j:[PASSWORD] http://[IP]:7474/db/data/"),
+    # Sequential or repeated values in a provider's shape.
+    ("gitlab_token", "GR134894112312312312312312312"),
+    ("gcp_api_key", 'apiKey: "AIza' + "a" * 35 + '" and AIzaSyabcdefghijklmnopqrstuvwxyz1234567'),
+    ("grafana_token", '   API_KEY="glc_' + "1" * 42 + '="'),
+    ("platform_token", "DATABRICKS_TOKEN=dapi123456789012345678a9bc01234defg5"),
+    ("platform_token", "http://assets.example/media/video_box.ico-" + rnd(32, HEX) + ".png ops_eyJxxxxxxxxxxxxxxxxxxxx"),
+    ("platform_token", "FLWPUBK_TEST-" + rnd(32, HEX) + "-X is the public key; AKCpXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("twitter_bearer_token", "A" * 120),
+    ("teams_webhook", "https://acme.webhook.office.com/webhookb2/<your-webhook-id>"),
+    ("authorization_token", 'curl -H "Authorization: Token *******" -H "Authorization: $TOKEN" -H "Authorization: required"'),
 ]
 
 
@@ -364,6 +441,37 @@ def test_each_rule_fires_and_masks_exactly_the_secret(rule: str, text: str, secr
 def test_look_alikes_do_not_fire(rule: str, text: str) -> None:
     assert detect_secrets(text).clean, detect_secrets(text).as_dict()
     assert redact_secrets(text) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ("AKIAIOSFODNN7EXAMPLE", True),
+        ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", True),
+        ("your_api_key_here", True),
+        ("xxxx", True),
+        ("changeme", True),
+        ("replace-me", True),
+        ("<your-token>", True),
+        ("${VAR}", True),
+        ("myFakeToken", True),
+        ("fake-token", True),
+        ("Xw937qtWSXJss1lFaKe", False),
+        ("q9ExAmPlEr7", False),
+        ("k3dummyz", False),
+        ("resampled", False),
+    ],
+)
+def test_placeholder_words_count_only_as_whole_segments(value: str, placeholder: bool) -> None:
+    assert is_placeholder(value) is placeholder
+
+
+def test_low_entropy_flags_counts_and_repeats_but_not_random_tokens() -> None:
+    assert low_entropy("123456789012345678a9bc01234defg5")
+    assert low_entropy("1" * 12) and low_entropy("GR1348941" + "123" * 6) and low_entropy("abcdefghijk")
+    rng = random.Random(7)
+    assert not any(low_entropy("".join(rng.choice(B62) for _ in range(40))) for _ in range(500))
+    assert not any(low_entropy("".join(rng.choice(HEX) for _ in range(32))) for _ in range(500))
 
 
 def test_every_rule_has_a_true_and_a_false_positive() -> None:
