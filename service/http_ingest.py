@@ -16,6 +16,7 @@ from service.http_auth import Caller, CallerDep
 from service.http_errors import ProblemError
 from service.http_models import IngestOut, storable
 from service.ingest import IngestReceipt, ingest_documents, ingest_records
+from service.ingest_batch import IngestFailure
 
 __all__ = ["router"]
 
@@ -131,5 +132,5 @@ async def ingest(
         else:
             batch.append((line, pending))
     await flush()
-    receipt.failed = sorted([*receipt.failed, *failed], key=lambda f: f["line"] or 0)
+    receipt.failed = sorted([*receipt.failed, *map(IngestFailure, failed)], key=lambda f: f["line"] or 0)
     return IngestOut(**receipt.as_dict(), source=label)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from service.freshness import content_hash
-from service.ingest_batch import BatchWriter, IngestReceipt, Progress
+from service.ingest_batch import BatchWriter, IngestFailure, IngestReceipt, Progress
 from service.ingest_formats import (
     Bad,
     detect_format,
@@ -38,6 +38,7 @@ from service.items import DEFAULT_SCOPE, SubstrateItem
 from service.validation import InvalidArgument, require_name
 
 __all__ = [
+    "IngestFailure",
     "IngestReceipt",
     "ingest_artifacts",
     "ingest_documents",

@@ -32,7 +32,7 @@ def test_documents_return_a_receipt_that_is_the_list_of_ids(store) -> None:  # t
     r = ingest_documents(store, ["alpha", {"text": "beta", "tags": ["t"], "payload": {"n": 1}}], source="s")
     assert isinstance(r, IngestReceipt) and isinstance(r, list) and len(r) == 2 and r.failed == []
     a, b = store.get(r[0]), store.get(r[1])
-    assert a.kind == "text" and a.text == "alpha" and a.provenance == {"source": "s", "position": 0}
+    assert a.kind == "text" and a.text == "alpha" and a.provenance == {"source": "s", "position": 0, "revision": 1}
     assert b.tags == ["t"] and b.payload == {"n": 1} and b.scope == "local"
 
 
@@ -47,11 +47,32 @@ def test_reingesting_a_source_revises_the_same_ids_instead_of_duplicating(store)
     assert other[0] != first[0] and len(store) == 3  # another scope never overwrites this one's items
 
 
+def test_each_ingest_of_a_record_counts_its_revision_in_provenance(store) -> None:  # type: ignore[no-untyped-def]
+    first = ingest_documents(store, ["one", "two"], source="notes")
+    assert [store.get(i).provenance["revision"] for i in first] == [1, 1]
+    ingest_documents(store, ["one v2", "two v2"], source="notes")
+    third = ingest_documents(store, ["one v3"], source="notes")
+    assert store.get(third[0]).provenance["revision"] == 3 and store.get(first[1]).provenance["revision"] == 2
+    store.update(first[1], provenance={"source": "notes", "position": 1})  # an edit that dropped the count
+    ingest_documents(store, ["x", "two v3"], source="notes")
+    assert store.get(first[1]).provenance["revision"] == 2  # an uncounted item is taken as revision 1
+
+
 def test_a_bad_doc_is_reported_with_its_line_and_never_aborts_the_batch(store) -> None:  # type: ignore[no-untyped-def]
     r = ingest_documents(store, ["ok", 42, {"no": "text"}, "also ok"], source="mixed")
     assert len(r) == 2 and [store.get(i).text for i in r] == ["ok", "also ok"]
     assert [(f["line"], f["source"]) for f in r.failed] == [(2, "mixed"), (3, "mixed")]
     assert "got int" in r.failed[0]["reason"] and "'text' must be a string" in r.failed[1]["reason"]
+
+
+def test_a_receipt_says_whether_all_went_in_and_each_failure_reads_as_attributes(store) -> None:  # type: ignore[no-untyped-def]
+    assert ingest_documents(store, ["fine"], source="s").ok
+    r = ingest_documents(store, ["ok", 42], source="mixed")
+    assert not r.ok and len(r.failed) == 1
+    f = r.failed[0]
+    assert (f.source, f.line) == ("mixed", 2) and f == {"source": "mixed", "line": 2, "reason": f.reason}
+    assert f.error.startswith("line 2: ") and "got int" in f.error
+    assert json.loads(json.dumps(r.as_dict()))["failures"] == [dict(f)]
 
 
 def test_a_rejected_secret_fails_only_its_own_doc(make_store) -> None:  # type: ignore[no-untyped-def]
