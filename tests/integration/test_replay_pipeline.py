@@ -61,12 +61,17 @@ def test_snapshot_replay_stops_at_its_seq(store: Substrate) -> None:
         drop_snapshot(store.engine, "snap_pipeline")
 
 
+def _twenty_docs(store: Substrate) -> dict[str, str]:
+    """Twenty puts; the live digests they leave."""
+    for n in range(20):
+        store.add("text", f"doc {n}")
+    return _live(store)
+
+
 def test_a_failing_statement_rolls_the_rebuild_back_and_stops_every_thread(
     store: Substrate, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for n in range(20):
-        store.add("text", f"doc {n}")
-    live = _live(store)
+    live = _twenty_docs(store)
     real = registry.plan_apply
     calls = {"n": 0}
 
@@ -89,9 +94,7 @@ def test_a_failing_statement_rolls_the_rebuild_back_and_stops_every_thread(
 def test_a_failing_read_rolls_the_rebuild_back_and_stops_every_thread(
     store: Substrate, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for n in range(20):
-        store.add("text", f"doc {n}")
-    live = _live(store)
+    live = _twenty_docs(store)
     real = runner._decode
 
     def failing(row):  # type: ignore[no-untyped-def]
