@@ -24,6 +24,7 @@ from service.freshness import content_hash
 from service.ingest_batch import BatchWriter, IngestFailure, IngestReceipt, Progress
 from service.ingest_formats import (
     Bad,
+    artifact_kind,
     detect_format,
     doc_fields,
     iter_with_indices,
@@ -222,6 +223,8 @@ def ingest_artifacts(substrate: Any, registry_root: str | os.PathLike[str], *, s
                                         "content_hash": content_hash(manifest_path)}
                 if isinstance(manifest.get("lineage"), dict):
                     prov["lineage"] = manifest["lineage"]
+                if artifact_kind(manifest) is not None:
+                    prov["artifact_kind"] = artifact_kind(manifest)
                 name = manifest["name"] if isinstance(manifest.get("name"), str) else manifest_path.parent.name
                 return SubstrateItem(kind="artifact", text=manifest_summary(name, manifest), payload={"ref": directory},
                                      provenance=prov, scope=scope, id=item_id)

@@ -209,10 +209,21 @@ def trace_fields(row: Any) -> tuple[str, dict[str, Any]]:
     return text, {str(k): v for k, v in row.items()}
 
 
+def artifact_kind(manifest: Mapping[str, Any]) -> str | None:
+    """The artifact's kind as its manifest names it: ``kind``, else the spec's store's ``mixle_artifact`` tag."""
+    for key in ("kind", "mixle_artifact"):
+        if isinstance(manifest.get(key), str) and manifest[key].strip():
+            return str(manifest[key])
+    return None
+
+
 def manifest_summary(name: str, manifest: Mapping[str, Any]) -> str:
     """A human summary of an artifact manifest: its kind, io and meta."""
     parts = [f"artifact {name}"]
-    for key in ("kind", "io", "meta"):
+    kind = artifact_kind(manifest)
+    if kind is not None:
+        parts.append(f"kind: {kind}")
+    for key in ("io", "meta"):
         if manifest.get(key) is not None:
             parts.append(f"{key}: {_text_of(manifest[key])}")
     return "; ".join(parts)

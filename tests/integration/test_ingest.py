@@ -210,12 +210,24 @@ def test_artifacts_reference_their_directory_and_bad_manifests_are_reported(stor
     item = store.get(r[0])
     assert item.kind == "artifact" and item.payload == {"ref": str(good.resolve())}
     assert "kind: model" in item.text and item.provenance["lineage"] == {"run": 7}
+    assert item.provenance["artifact_kind"] == "model"
     assert item.provenance["content_hash"] == _sha(good / "manifest.json")
     assert sorted(Path(f["source"]).parent.name for f in r.failed) == ["broken", "listy"]
     assert any("JSON object" in f["reason"] for f in r.failed)
     assert list(ingest_artifacts(store, tmp_path / "reg")) == list(r) and len(store) == 1
     with pytest.raises(InvalidArgument, match="registry_root"):
         ingest_artifacts(store, tmp_path / "nope")
+
+
+def test_an_artifact_tagged_the_spec_stores_way_names_its_kind(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    router = tmp_path / "reg" / "router"
+    router.mkdir(parents=True)
+    manifest = {"mixle_artifact": "solve/v1", "meta": {"solve": {"kind": "classifier"}}, "io": {"kind": "record"}}
+    (router / "manifest.json").write_text(json.dumps(manifest))
+    (item_id,) = ingest_artifacts(store, tmp_path / "reg")
+    item = store.get(item_id)
+    assert item.provenance["artifact_kind"] == "solve/v1" and "kind: solve/v1" in item.text
+    assert item.payload["ref"] == str(router.resolve())
 
 
 def test_a_failing_append_raises_and_stops_the_writer(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
