@@ -69,6 +69,7 @@ _PLACEHOLDER = re.compile(
     + r"|(?<![A-Za-z])(?:your|Your)(?:[_\-]|(?=[A-Z]))|YOUR[_\-]|(?i:^your)"
     + r"|(?i:x{4})|\*{4}|#{4}"
     + r"|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$"
+    + r"|^%[A-Za-z_][\w.\-]{0,64}%$"
     + r"|^[*xX•.#_\-]+$"
 )
 _STOPWORDS = frozenset(
@@ -489,6 +490,12 @@ _ASSIGNMENT = (
 )
 
 _ASSIGNMENT_RX = re.compile(_ASSIGNMENT, re.IGNORECASE)
+# The glue of a provider-keyed rule: what _GLUE lets the prefilter find (= : := ::= ?= += .=, Go's "string"), plus
+# => and a YAML block scalar's line break, then an optional opening quote.
+_GLUE_VALUE = (
+    r"""\\?["']?\]?(?:[ \t]{1,8}+(?i:string))?[ \t]{0,8}+(?:[:.?+]{0,3}[:=]|=>)[ \t]{0,8}+"""
+    r"""(?:[|>][+\-]?[ \t]{0,8}+\r?\n[ \t]{1,32}+)?\\?["'`]?"""
+)
 _VALUE_GROUPS = ("s_eq", "s_dq", "s_sq", "s_bq", "s_yb", "s_uq")
 _QUERY_END = re.compile(r"[&#]")
 
@@ -725,7 +732,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "vault_token",
-        _regex(_L + r"hv[sbr]\.[A-Za-z0-9_\-]{24,255}+" + _RD, check=_mixed),
+        _regex(_L + r"hv[sbr]\.[A-Za-z0-9_\-]{24,400}+" + _RD, check=_mixed),
         anchors=(r"\.(?<=hv[sbr]\.)",),
     ),
     Rule(
@@ -772,6 +779,36 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=("HRKU-",),
         keywords=("key", "token", "secret"),
+    ),
+    # A UUID is an id anywhere else; assigned to a Snyk / Squarespace key or token it is the credential itself.
+    Rule(
+        "keyed_uuid_token",
+        _regex(
+            r"(?<![A-Za-z0-9])(?i:(?:snyk|squarespace)[\w.\-]{0,20}?(?:key|token|secret))" + _GLUE_VALUE
+            + r"(?P<s>" + _UUID.pattern + r")" + _R,
+            check=lambda _m, s: not low_entropy(s.replace("-", "")),
+        ),
+        keywords=("key", "token", "secret"),
+    ),
+    Rule(
+        "sonar_token",
+        _regex(
+            r"(?:(?<=-D)|(?<![A-Za-z0-9]))(?i:sonar[_.\-]?(?:login|token))" + _GLUE_VALUE
+            + r"(?P<s>(?:sq[pua]_)?[A-Za-z0-9]{40})" + _R,
+            check=_random,
+        ),
+        keywords=("login", "token"),
+    ),
+    # Sidekiq Pro / Enterprise gem server credentials (user:password, both 8 hex digits).
+    Rule(
+        "sidekiq_secret",
+        _regex(
+            _L + r"BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM[\"']?[ \t]{0,8}+[:=][ \t]{0,8}+[\"']?"
+            r"(?P<s>[a-f0-9]{8}:[a-f0-9]{8})" + _R,
+            r"(?<![\w.\-])(?:gems|enterprise)\.contribsys\.com[ \t]{1,8}+[\"']?(?P<s_cfg>[a-f0-9]{8}:[a-f0-9]{8})" + _R,
+            check=_random,
+        ),
+        anchors=("__CONTRIBSYS__COM", r"\.(?<=contribsys\.)com[ \t]"),
     ),
     Rule(
         "ai_provider_key",
@@ -822,7 +859,7 @@ RULES: tuple[Rule, ...] = (
             _L + r"sbp_[a-f0-9]{40}" + _R,  # Supabase
             _L + r"sb_secret_[A-Za-z0-9_\-]{30,64}+" + _RD,  # Supabase secret keys
             _L + r"figd_[A-Za-z0-9_\-]{40,64}+" + _RD,  # Figma
-            _L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.]{32,64}+",  # PlanetScale
+            _L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}+",  # PlanetScale
             _L + r"nfp_[A-Za-z0-9]{36}" + _R,  # Netlify
             _L + r"fo1_[A-Za-z0-9_\-]{43}" + _RD,  # Fly.io
             _L + r"rnd_[A-Za-z0-9]{32}" + _R,  # Render
@@ -830,8 +867,8 @@ RULES: tuple[Rule, ...] = (
             _L + r"aio_[A-Za-z0-9]{28}" + _R,  # Adafruit IO
             _L + r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}" + _R,  # CircleCI
             _L + r"rdme_[a-z0-9]{70}" + _R,  # ReadMe
-            _L + r"tfp_[A-Za-z0-9_\-.]{44,59}+" + _RD,  # Typeform
-            _L + r"shippo_live_[a-f0-9]{40}" + _R,  # Shippo
+            _L + r"tfp_[A-Za-z0-9_\-.=]{44,59}+" + _RD,  # Typeform
+            _L + r"shippo_(?:live|test)_[a-f0-9]{40}" + _R,  # Shippo
             _L + r"rzp_live_[A-Za-z0-9]{14}" + _R,  # Razorpay
             _L + r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X" + _R,  # Flutterwave secret key
             _L + r"FLWSECK(?:_TEST)?-[a-h0-9]{12}" + _R,  # Flutterwave encryption key
@@ -845,6 +882,17 @@ RULES: tuple[Rule, ...] = (
             _L + r"fio-u-[A-Za-z0-9_=\-]{64}" + _RD,  # Frame.io
             r"(?<![\w.\-/])ico-[A-Za-z0-9]{32}" + _R,  # Infracost
             _L + r"duffel_(?:test|live)_[A-Za-z0-9_=\-]{43}" + _RD,  # Duffel
+            _L + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + _R,  # Sourcegraph
+            _L + r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}" + _R,  # Brevo (Sendinblue) API / SMTP key
+            _L + r"pnu_[A-Za-z0-9]{36}" + _R,  # Prefect
+            _L + r"tk-us-[A-Za-z0-9_\-]{48}" + _RD,  # Scalingo
+            _L + r"sm_(?:pat|aat|sat)_[A-Za-z0-9]{16,64}+" + _R,  # SettleMint
+            _L + r"sha256~[A-Za-z0-9_\-]{43}" + _RD,  # OpenShift user token
+            _L + r"API-[A-Z0-9]{26}" + _R,  # Octopus Deploy
+            _L + r"AQVN[A-Za-z0-9_\-]{35,38}" + _RD,  # Yandex Cloud API key
+            _L + r"t1\.[A-Za-z0-9_\-]{8,200}+={0,2}+\.[A-Za-z0-9_\-]{86}={0,2}+",  # Yandex Cloud IAM token
+            # Plaid access token: access-<environment>-<uuid>
+            _L + r"access-(?:sandbox|development|production)-" + _UUID.pattern + _R,
             check=_random,
         ),
         anchors=(
@@ -864,7 +912,7 @@ RULES: tuple[Rule, ...] = (
             r"_(?<=CCIPAT_)",
             r"_(?<=rdme_)",
             r"_(?<=tfp_)",
-            r"_(?<=shippo_)live_",
+            r"_(?<=shippo_)(?:live|test)_",
             r"_(?<=rzp_)live_",
             "FLWSECK",
             "dapi",
@@ -877,6 +925,17 @@ RULES: tuple[Rule, ...] = (
             r"-(?<=fio-)u-",
             r"-(?<=ico-)",
             r"_(?<=duffel_)(?:test|live)_",
+            r"_(?<=sgp_)",
+            r"-(?<=xkeysib-)",
+            r"-(?<=xsmtpsib-)",
+            r"_(?<=pnu_)",
+            r"-(?<=tk-)us-",
+            r"_(?<=sm_)(?:pat|aat|sat)_",
+            r"~(?<=sha256~)",
+            "API-",
+            "AQVN",
+            r"\.(?<=t1\.)",
+            r"-(?<=access-)(?:sandbox|development|production)-",
         ),
     ),
     # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
@@ -970,7 +1029,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "sensitive_config_value",
         _regex(
-            r"<(?P<k>[A-Za-z_][\w.\-]{0,64}+)>(?P<s>[^<>\s]{1,256}+)</(?P=k)>",
+            r"<(?P<k>[A-Za-z_][\w.\-]{0,64}+)>[ \t\r\n]{0,64}+(?P<s>[^<>\s]{1,256}+)[ \t\r\n]{0,64}+</(?P=k)>",
             r"(?<![\w-])key[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{1,8}+value[ \t]{0,4}+=[ \t]{0,4}+"
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"

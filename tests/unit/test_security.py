@@ -262,6 +262,33 @@ TRUE_POSITIVES = [
     ("authorization_token", 'curl -H "Authorization: Token ' + (k := rnd(40, HEX)) + '" https://api', k),
     ("authorization_token", "curl --header 'Authorization: token " + (k := rnd(36)) + "' https://api", k),
     ("authorization_token", "curl -H 'Authorization: " + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + "'", k),
+    # Provider shapes from gitleaks' O-Z rule files.
+    ("platform_token", "SRC_ACCESS_TOKEN=sgp_" + (k := rnd(16, HEX) + "_" + rnd(39, HEX) + "7"), "sgp_" + k),
+    ("platform_token", 'environment("TOKEN", "sgp_local_' + (k := rnd(39, HEX + "ABCDEF") + "7") + '")', "sgp_local_" + k),
+    ("platform_token", "BREVO_API_KEY=xkeysib-" + (k := rnd(64, HEX) + "-" + rnd(15) + "7"), "xkeysib-" + k),
+    ("platform_token", "smtp_pass: xsmtpsib-" + (k := rnd(64, HEX) + "-" + rnd(15) + "7"), "xsmtpsib-" + k),
+    ("platform_token", "prefect cloud login -k pnu_" + (k := rnd(35) + "7"), "pnu_" + k),
+    ("platform_token", "SCALINGO_API_TOKEN=tk-us-" + (k := rnd(47, URLSAFE) + "7"), "tk-us-" + k),
+    ("platform_token", "settlemint login sm_pat_" + (k := rnd(15) + "7"), "sm_pat_" + k),
+    ("platform_token", "shippo.api_key = 'shippo_test_" + (k := rnd(39, HEX) + "7") + "'", "shippo_test_" + k),
+    ("platform_token", "oc login --token=sha256~" + (k := rnd(42, URLSAFE) + "7") + " --server=https://api", "sha256~" + k),
+    ("platform_token", "octo push --apiKey API-" + (k := rnd(25, UPPER_DIGITS) + "7") + " --server x", "API-" + k),
+    ("platform_token", "YC_API_KEY=AQVN" + (k := rnd(36, URLSAFE) + "7"), "AQVN" + k),
+    ("platform_token", "iam: t1." + (k := rnd(30, URLSAFE) + "." + rnd(85, URLSAFE) + "7"), "t1." + k),
+    ("platform_token", 'plaid_token = "access-sandbox-' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 11)) + "7") + '"',
+     "access-sandbox-" + k),
+    ("platform_token", "pscale_pw_" + (k := rnd(30, URLSAFE + ".") + "=7"), "pscale_pw_" + k),
+    ("vault_token", "VAULT_TOKEN=hvb." + (k := rnd(279, URLSAFE) + "7"), "hvb." + k),
+    ("keyed_uuid_token", "SNYK_TOKEN=" + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))), k),
+    ("keyed_uuid_token", 'const SNYK_API_KEY ?= "' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + '"', k),
+    ("keyed_uuid_token", "snyk_oauth_token: |\n  " + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))), k),
+    ("keyed_uuid_token", '"squarespaceApiKey" => "' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + '"', k),
+    ("sonar_token", "mvn sonar:sonar -Dsonar.login=" + (k := rnd(39, HEX) + "7"), k),
+    ("sonar_token", 'SONAR_LOGIN := "sqp_' + (k := rnd(39) + "7") + '"', "sqp_" + k),
+    ("sidekiq_secret", "export BUNDLE_ENTERPRISE__CONTRIBSYS__COM=" + (k := rnd(8, HEX) + ":" + rnd(7, HEX) + "7"), k),
+    ("sidekiq_secret", 'BUNDLE_GEMS__CONTRIBSYS__COM: "' + (k := rnd(8, HEX) + ":" + rnd(7, HEX) + "7") + '"', k),
+    ("sidekiq_secret", "bundle config --local gems.contribsys.com " + (k := rnd(8, HEX) + ":" + rnd(7, HEX) + "7"), k),
+    ("sensitive_config_value", "<apiToken>\n    " + (k := rnd(31) + "7") + "\n</apiToken>", k),
 ]
 
 # (rule that must NOT fire, text)
@@ -417,6 +444,21 @@ FALSE_POSITIVES = [
     ("twitter_bearer_token", "A" * 120),
     ("teams_webhook", "https://acme.webhook.office.com/webhookb2/<your-webhook-id>"),
     ("authorization_token", 'curl -H "Authorization: Token *******" -H "Authorization: $TOKEN" -H "Authorization: required"'),
+    # gitleaks' O-Z look-alikes: placeholders, counts, and the same prefixes in prose and code.
+    ("platform_token", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa sgp_0000000000000000_" + "0" * 40),
+    ("platform_token", 'PREFECT_API_KEY = "pnu_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"; region tk-us-east-1'),
+    ("platform_token", '--set kraken.kubeconfig.token.token="sha256~XXXXXXXXXX_PUT_YOUR_TOKEN_HERE_XXXXXXXXXXXX"'),
+    ("platform_token", 'msgstr "GSSAPI-VIRHEKAPSELOINTIMERKKIJONO." See API-REFERENCE-GUIDE; #define API-VERSION 3'),
+    ("platform_token", "https://fog-ringer-f42.notion.site/API-BD80F56CDC1441E6BF6011AB6D852875"),
+    ("platform_token", "plaid access-sandbox-00000000-0000-0000-0000-000000000000; t1.small instance"),
+    ("keyed_uuid_token", 'SNYK_TOKEN = "12345678-ABCD-ABCD-ABCD-1234567890AB"; snyk_org_id: ' + "-".join(
+        rnd(n, HEX) for n in (8, 4, 4, 4, 12))),
+    ("keyed_uuid_token", 'squarespace_key: "00000000-0000-0000-0000-000000000000"; user_id = "' + "-".join(
+        rnd(n, HEX) for n in (8, 4, 4, 4, 12)) + '"'),
+    ("sonar_token", "sonar.login=admin\nsonar.login=${SONAR_TOKEN}\nsonar.token=" + "1234567890" * 4),
+    ("sidekiq_secret", "BUNDLE_GEMS__CONTRIBSYS__COM: cafebabe:deadbeef; see gems.contribsys.com for the Sidekiq Pro gem"),
+    ("sensitive_config_value", '<add key="ClearTextPassword" value="%NUGET_FEED_PASSWORD%" />'),
+    ("sensitive_config_value", "<token>\n    <value>hello</value>\n</token>"),
 ]
 
 
