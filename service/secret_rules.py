@@ -94,6 +94,17 @@ _IDENT = re.compile(r"[A-Za-z_]{1,256}")
 _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}")
 _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
+# A value naming a credential field or variable rather than holding one (AWS_ACCESS_KEY_ID, AWSAccessKeyId).
+_KEY_NAME = re.compile(r"(?:access|secret|api|private|auth)[_\-]?key(?:[_\-]?id)?\Z|key[_\-]?id\Z", re.IGNORECASE)
+# Lowercase words, maybe joined (upgrades, bearer, testcontainers-localstack): a setting or a name.
+_PLAIN_WORDS = re.compile(r"[a-z]{1,64}(?:[_\-][a-z]{1,64}){0,8}")
+# A type's name as an unquoted annotation (private_key: PKCS7PrivateKeyTypes, token: Optional[AuthToken]).
+_TYPE_NAME = re.compile(
+    r"(?:Optional\[|Union\[)?[A-Z][A-Za-z0-9_]{0,64}(?:Type|Types|Class|Protocol|Enum|Dict|List|Str|Bytes|Info)\]?,?"
+    r"|(?:Optional|Union|Literal|Annotated)\[[^\]\s]{1,128}\],?"
+)
+# A parameter's type and default (key: Type = None), as an unquoted value.
+_ANNOTATED_DEFAULT = re.compile(r"[A-Z][\w.\[\], |]{0,128}=(?:None|True|False|null|-?\d{1,32}|\(\)|\[\]|\{\})[,)]?")
 # What docs write where a password goes ("https://user:password@host"): a word, not a credential.
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "value", "token"})
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,64}(?:_[A-Z0-9]{1,64}){1,16}")
@@ -114,7 +125,8 @@ _KEYWORD_TAILS = (
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
 _NOT_SECRET_KEY = re.compile(
-    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|public)[_.\-]?token\Z", re.IGNORECASE
+    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|public(?:[_.\-]?key)?)[_.\-]?token\Z",
+    re.IGNORECASE,
 )
 
 
@@ -151,6 +163,12 @@ def assignment_value_ok(
         return False
     if len(set(v)) <= 3:
         return False  # ******, xxxxxx, aaaaaa: a mask or a filler
+    if v[0] in "-." and v[1:].replace("-", "").replace("_", "").isalpha():
+        return False  # share_token += "-principals": a suffix being appended, not a value
+    if not quoted and (_ANNOTATED_DEFAULT.fullmatch(v) or _TYPE_NAME.fullmatch(v)):
+        return False  # startToken:Token=None, private_key: PKCS7PrivateKeyTypes -- a type annotation, not a value
+    if v.startswith("--"):
+        return False  # creds = " --username=" + auth: a command-line flag being assembled
     if not password and ((len(v) >= 16 and low_entropy(v)) or 2 * _ascending_run(v) >= len(v)):
         return False  # 123123..., or mostly a count (xoxp-1234567890, dapi1234567890123...)
     if any(c.isspace() for c in v):
@@ -163,6 +181,14 @@ def assignment_value_ok(
         return False  # a style sheet's colour (Token: "#ddd0c0")
     if _NAME.fullmatch(v) and _KEY_TAIL.search(v) and not (v.isalpha() and v.islower()):
         return False  # names another credential field ("input_token": "next_token"), not a value
+    if _NAME.fullmatch(v) and _KEY_NAME.search(v):
+        return False  # ACCESS_KEY = 'AWS_ACCESS_KEY_ID' / 'AWSAccessKeyId': the name of a field, not its value
+    if not password and _PLAIN_WORDS.fullmatch(v):
+        return False  # "upgrade_token": "upgrades", 'httpBearerAuth': 'bearer': words never make a token or key
+    if v[0] == ":" or v[-1] == ":" or "%s" in v or "%d" in v:
+        return False  # :py:class:, 'username:' + ..., '%s_upgrades': markup, a label or a template
+    if quoted and _ENV_NAME.fullmatch(v) and not any(c.isdigit() for c in v):
+        return False  # TOKEN = "REVISION_SCRIPT_FILENAME": the name of a setting, not its value
     if quoted:
         return True
     if sep == ":" and v[0] in "!&*":
@@ -309,10 +335,15 @@ def _authorization_check(m: re.Match[str], secret: str) -> bool:
     return _bearer_check(m, secret) and _mixed(m, secret) and not low_entropy(secret)
 
 
-_AUTH_SCHEMES = frozenset("basic bearer digest negotiate ntlm oauth token api-token ssws hoba mutual".split())
+_AUTH_SCHEMES = frozenset(
+    "basic bearer digest negotiate ntlm oauth token api-token ssws hoba mutual aws4-hmac-sha256".split()
+)
 
 
-_CLI_PLACEHOLDERS = _PLACEHOLDER_WORDS | {"test", "changeit", "changeme", "secret123", "username", "user"}
+_CLI_PLACEHOLDERS = _PLACEHOLDER_WORDS | {
+    "test", "changeit", "changeme", "secret123", "username", "user",
+    "option", "options", "flag", "flags", "argument", "arguments", "parameter", "parameters",  # prose about flags
+}
 
 
 def _cli_check(_m: re.Match[str], secret: str) -> bool:
@@ -320,9 +351,25 @@ def _cli_check(_m: re.Match[str], secret: str) -> bool:
     return secret.lower() not in _CLI_PLACEHOLDERS and secret[0] not in "<[{" and secret[-1] not in ">]}"
 
 
+def _sql_password_check(m: re.Match[str], secret: str) -> bool:
+    if secret.lower() in _PLACEHOLDER_WORDS or _PASSWORD_HASH.fullmatch(secret):
+        return False
+    said = m.group(0)
+    if said[:10].lower() != "identified" or said.startswith("IDENTIFIED"):
+        return True
+    # A lowercase "identified by 'x'" is SQL only inside a user statement ('app'@'%', CREATE USER, GRANT ... TO).
+    before = m.string[max(0, m.start() - 160) : m.start()].lower()
+    return "'@'" in before or "user " in before or " to " in before
+
+
 def _url_check(m: re.Match[str], secret: str) -> bool:
     # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
-    return secret.lower() not in _PLACEHOLDER_WORDS
+    last = secret.rpartition(":")[2].lower()  # host:port,user:password (a multi-host URL): the password is last
+    return not {secret.lower(), last} & (_PLACEHOLDER_WORDS | _METASYNTACTIC)
+
+
+# The names docs use for anything (https://foo:bar@host): never a real password on their own.
+_METASYNTACTIC = frozenset({"foo", "bar", "baz", "qux", "quux", "tiger"})  # scott:tiger, the classic demo login
 
 
 def _basic_check(_m: re.Match[str], secret: str) -> bool:
@@ -348,6 +395,15 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
     spaced = bool(m.group("w1") or m.group("w2"))
     if _NOT_SECRET_KEY.search(key):
         return False
+    named = text[key_start : m.start("sep")].strip(" \t'\"").lower()
+    if secret.lower() in (key.lower(), m.group("kw").lower(), named):
+        return False  # apiKey = "apiKey", passphrase=passphrase, oauth2 = "oauth2": a name repeated, not a value
+    if text[max(0, key_start - 2) : key_start] == "::":
+        return False  # "AWS::IAM::AccessKey": "72c2...", a namespaced type's name (a schema hash map), not a key
+    if "aws4_request" in secret:
+        return False  # Credential=AKID/20220524/us-east-1/s3/aws4_request: SigV4's credential scope, no secret
+    if key.lower() == "pass" and secret.isalpha() and secret.islower():
+        return False  # 'pass': 'bandpass' -- a filter mode or a label under a bare "pass" key
     if sep == ":" and not spaced and text[key_start - 1 : key_start] == ":":
         return False  # one component of an ARN / URN (arn:aws:secretsmanager:...:secret:name), not an assignment
     if sep == ":" and not spaced and "." in key and key.islower() and _MAVEN_ARTIFACT.fullmatch(secret):
@@ -945,7 +1001,7 @@ RULES: tuple[Rule, ...] = (
             r"(?i:(?<![A-Za-z0-9_])(?:identified[ \t]{1,8}+by"
             r"|(?:create|alter)[ \t]{1,8}+(?:user|role)[ \t]{1,8}+[^\s;']{1,128}+(?:[ \t]{1,8}+[a-z_]{1,32}+){0,6}?"
             r"[ \t]{1,8}+password))[ \t]{1,8}+'(?P<s>[^'\s]{4,256}+)'",
-            check=lambda _m, secret: secret.lower() not in _PLACEHOLDER_WORDS and not _PASSWORD_HASH.fullmatch(secret),
+            check=_sql_password_check,
         ),
         anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')"),
     ),
@@ -979,7 +1035,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "authorization_token",
         _regex(
-            r"(?i:authorization)" + _SEP + r"(?:(?P<scheme>(?i:(?:api-)?token))[ \t]{1,8}+)?"
+            r"(?<![A-Za-z0-9_:])(?i:authorization)" + _SEP + r"(?:(?P<scheme>(?i:(?:api-)?token))[ \t]{1,8}+)?"
             r"(?P<s>[A-Za-z0-9_=~@.+/\-]{8,4096}+)(?![^\s'\"\\,;)])",
             check=_authorization_check,
         ),

@@ -205,6 +205,7 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
     ("sensitive_assignment", "GET /v1/items?api_key=" + (k := rnd(24)) + "&page=2#top", k),
     ("sensitive_assignment", "secret: hunter2", "hunter2"),
+    ("sql_password", "create user 'app'@'%' identified by '" + (k := rnd(12) + "7") + "';", k),
     ("sensitive_assignment", "api_key: abc123xyz", "abc123xyz"),
     ("sensitive_assignment", "token: q7w8e9r0", "q7w8e9r0"),
     ("aws_secret_key", "AKIA" + rnd(16, UPPER_DIGITS) + "," + (k := rnd(39, B64) + "1"), k),
@@ -293,6 +294,24 @@ TRUE_POSITIVES = [
 
 # (rule that must NOT fire, text)
 FALSE_POSITIVES = [
+    # Found by scanning 4,000 Python files of installed packages (moto, pydantic, fastapi, cffi, scipy, numpy, antlr4).
+    ("sensitive_assignment", 'passphrase=passphrase\napiKey = "apiKey"\nportfolio_share_token += "-principals"'),
+    ("sensitive_assignment", "FILTERS = {'pass': 'bandpass', 'stop': 'bandstop'}"),
+    ("sensitive_assignment", '<assemblyIdentity name="Microsoft.VC90.CRT" publicKeyToken="1fc8b3b9a1e18e3b"/>'),
+    ("authorization_token", "`Authorization: AWS4-HMAC-SHA256 Credential=mock_access_key/20220524/us-east-1/"
+     "cognito-idp/aws4_request, SignedHeaders=content-type`"),
+    ("url_credentials", "MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')"),
+    ("sql_password", "Load and return a dynamic library identified by 'name'."),
+    ("sensitive_assignment", "def __init__(self, input:TokenStream=None, startToken:Token=None, offendingToken:Token=None):"),
+    ("authorization_token", '"AWS::Config::AggregationAuthorization": "af318b77aaceeeaa",'),
+    ("sensitive_assignment", '"AWS::IAM::AccessKey": "72c2d9dd90025459",\n"AWS::SecretsManager::Secret": "c85175a4ebcce361",'),
+    ("sensitive_assignment", "def sign(private_key: PKCS7PrivateKeyTypes, token: Optional[AuthToken] = None):"),
+    ("sensitive_assignment", 'creds = " --username=" + auth'),
+    ("cli_password", "credentials can be provided via the --username and --password options instead"),
+    ("url_credentials", "engine = create_engine('postgresql://scott:tiger@localhost/test')"),
+    ("sensitive_assignment", 'oauth2 = "oauth2"\n"upgrade_token": "upgrades",\nACCESS_KEY = \'AWS_ACCESS_KEY_ID\''),
+    ("sensitive_assignment", "'smithy.api#httpBearerAuth': 'bearer', REVISION_SCRIPT_TOKEN = \"REVISION_SCRIPT_FILENAME\""),
+    ("sensitive_assignment", "format_token=inferred, upgrade_token=\"%s_upgrades\" % n, :type credentials: :py:class:"),
     ("aws_access_key", "aws_access_key = AKIAIOSFODNN7EXAMPLE"),
     ("aws_access_key", "AKIA" + rnd(10, UPPER_DIGITS)),
     ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
