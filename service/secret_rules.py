@@ -71,6 +71,8 @@ _PLACEHOLDER = re.compile(
     + r"|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$"
     + r"|^%[A-Za-z_][\w.\-]{0,64}%$"
     + r"|^[*xX•.#_\-]+$"
+    # Docs end a made-up key with the word (AWS: ...0uexample, ...EXAMPLEKEY); at the very end it is never chance.
+    + r"|(?i:example|sample|dummy)(?:key)?$"
 )
 _STOPWORDS = frozenset(
     "none null nil true false undefined empty required optional string str bytes int integer bool boolean number "
@@ -98,6 +100,21 @@ _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 _KEY_NAME = re.compile(r"(?:access|secret|api|private|auth)[_\-]?key(?:[_\-]?id)?\Z|key[_\-]?id\Z", re.IGNORECASE)
 # Lowercase words, maybe joined (upgrades, bearer, testcontainers-localstack): a setting or a name.
 _PLAIN_WORDS = re.compile(r"[a-z]{1,64}(?:[_\-][a-z]{1,64}){0,8}")
+# Words in CamelCase, maybe a dotted path of them (NextMarker, nextMarker, DistributionList.NextMarker): a field's
+# name. Random letters rarely alternate so (each capital followed by small letters): tokens carry digits anyway.
+_CAMEL_WORDS = re.compile(r"(?:[a-z]{1,32}|[A-Z][a-z]{1,32})(?:[A-Z][a-z]{1,32}){0,12}(?:\.(?:[A-Z][a-z]{1,32}){1,12}){0,4}")
+_CAPS_WORD = re.compile(r"[A-Z]{2,16}")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+")
+_SHORT_WORDS = frozenset({"id", "of", "to", "by", "at", "in", "on", "is", "or", "an"})
+
+
+def _field_name(value: str) -> bool:
+    """CamelCase words (NextMarker, DistributionList.NextMarker) whose every part reads as a word: three letters or
+    more with a vowel, or a short word like Id. A random letter token (keySivqgvvApNeEfv) fails the vowels."""
+    if _CAMEL_WORDS.fullmatch(value) is None:
+        return False
+    parts = _CAMEL_PART.findall(value)
+    return all(p.lower() in _SHORT_WORDS or (len(p) >= 3 and any(c in "aeiouy" for c in p.lower())) for p in parts)
 # A type's name as an unquoted annotation (private_key: PKCS7PrivateKeyTypes, token: Optional[AuthToken]).
 _TYPE_NAME = re.compile(
     r"(?:Optional\[|Union\[)?[A-Z][A-Za-z0-9_]{0,64}(?:Type|Types|Class|Protocol|Enum|Dict|List|Str|Bytes|Info)\]?,?"
@@ -169,6 +186,8 @@ def assignment_value_ok(
         return False  # startToken:Token=None, private_key: PKCS7PrivateKeyTypes -- a type annotation, not a value
     if v.startswith("--"):
         return False  # creds = " --username=" + auth: a command-line flag being assembled
+    if v.startswith("arn:"):
+        return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
     if not password and ((len(v) >= 16 and low_entropy(v)) or 2 * _ascending_run(v) >= len(v)):
         return False  # 123123..., or mostly a count (xoxp-1234567890, dapi1234567890123...)
     if any(c.isspace() for c in v):
@@ -183,8 +202,8 @@ def assignment_value_ok(
         return False  # names another credential field ("input_token": "next_token"), not a value
     if _NAME.fullmatch(v) and _KEY_NAME.search(v):
         return False  # ACCESS_KEY = 'AWS_ACCESS_KEY_ID' / 'AWSAccessKeyId': the name of a field, not its value
-    if not password and _PLAIN_WORDS.fullmatch(v):
-        return False  # "upgrade_token": "upgrades", 'httpBearerAuth': 'bearer': words never make a token or key
+    if not password and (_PLAIN_WORDS.fullmatch(v) or _field_name(v) or _CAPS_WORD.fullmatch(v)):
+        return False  # "upgrades", "output_token": "NextMarker", "DistributionList.NextMarker", "DISABLED": words
     if v[0] == ":" or v[-1] == ":" or "%s" in v or "%d" in v:
         return False  # :py:class:, 'username:' + ..., '%s_upgrades': markup, a label or a template
     if quoted and _ENV_NAME.fullmatch(v) and not any(c.isdigit() for c in v):

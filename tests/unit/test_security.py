@@ -205,6 +205,7 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
     ("sensitive_assignment", "GET /v1/items?api_key=" + (k := rnd(24)) + "&page=2#top", k),
     ("sensitive_assignment", "secret: hunter2", "hunter2"),
+    ("sensitive_assignment", 'airtable_token: "keySivqgvvApNeEfv"', "keySivqgvvApNeEfv"),  # letters that only look camel
     ("sql_password", "create user 'app'@'%' identified by '" + (k := rnd(12) + "7") + "';", k),
     ("sensitive_assignment", "api_key: abc123xyz", "abc123xyz"),
     ("sensitive_assignment", "token: q7w8e9r0", "q7w8e9r0"),
@@ -312,6 +313,10 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", 'oauth2 = "oauth2"\n"upgrade_token": "upgrades",\nACCESS_KEY = \'AWS_ACCESS_KEY_ID\''),
     ("sensitive_assignment", "'smithy.api#httpBearerAuth': 'bearer', REVISION_SCRIPT_TOKEN = \"REVISION_SCRIPT_FILENAME\""),
     ("sensitive_assignment", "format_token=inferred, upgrade_token=\"%s_upgrades\" % n, :type credentials: :py:class:"),
+    ("sensitive_assignment", '{"input_token": "Marker", "output_token": "DistributionList.NextMarker",'
+     ' "result_key": "LastEvaluatedKey", "status_token": "DISABLED"}'),
+    ("sensitive_assignment", '"IAMUserChangePassword": "arn:aws:iam::aws:policy/IAMUserChangePassword"'),
+    ("sensitive_config_value", "<bgp_auth_key>0xC_ukbCerl6EYA0uexample</bgp_auth_key>"),
     ("aws_access_key", "aws_access_key = AKIAIOSFODNN7EXAMPLE"),
     ("aws_access_key", "AKIA" + rnd(10, UPPER_DIGITS)),
     ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
