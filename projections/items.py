@@ -127,5 +127,6 @@ register(
         keys={"items": "id"},
         plan=plan,
         batch_plan=batch_plan,
+        defer_indexes=True,
     )
 )

@@ -20,6 +20,7 @@ __all__ = [
     "Projector",
     "Statement",
     "apply_events",
+    "deferrable_tables",
     "lazy_projectors",
     "plan_apply",
     "plan_events",
@@ -54,6 +55,9 @@ class Projector:
     # jsonb) instead of carrying their own copy of each item: used by the one-statement batch append, which
     # already sends every event once. None (or returning None): use ``plan``.
     batch_plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
+    # Its apply never reads its tables through a non-unique index, so a rebuild may drop those indexes while it
+    # fills the tables and build each once at the end (a sort instead of an entry per row, ~30% of the writes).
+    defer_indexes: bool = False
 
 
 PROJECTORS: list[Projector] = []
@@ -93,6 +97,12 @@ _SET_CHECKPOINTS_SQL = (
     "ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
 )
 _SET_CHECKPOINTS = text(_SET_CHECKPOINTS_SQL)
+
+
+def deferrable_tables() -> list[str]:
+    """The tables whose non-unique indexes a rebuild may build at the end (see ``Projector.defer_indexes``)."""
+    _load()
+    return [t for p in PROJECTORS if p.defer_indexes for t in p.tables]
 
 
 def projector_names() -> list[str]:

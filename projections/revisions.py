@@ -68,5 +68,6 @@ register(
         keys={"revisions": "digest"},
         plan=plan,
         batch_plan=batch_plan,
+        defer_indexes=True,
     )
 )

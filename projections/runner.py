@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from projections.gcpause import gc_paused
 from projections.jsonutil import loads
 from projections.pipeline import LogReader, PlanWriter
 from projections.registry import (
     apply_events,
     cache_tables,
+    deferrable_tables,
     lazy_projectors,
     plan_apply,
     projector_names,
@@ -40,6 +43,12 @@ _CATCH_UP_NS = 80_0239
 _POSITIONS = text(
     "SELECT coalesce(max(seq) FILTER (WHERE name = ANY(CAST(:inline AS text[]))), 0), "
     "coalesce(max(seq) FILTER (WHERE name = :lazy), 0) FROM checkpoints"
+)
+# The non-unique indexes of the given tables (those a constraint owns stay), each with the statement that makes it.
+_SECONDARY = text(
+    "SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x "
+    "WHERE x.indrelid = ANY(CAST(:tables AS regclass[])) AND NOT x.indisunique "
+    "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid) ORDER BY 1"
 )
 _SET_CHECKPOINT = text(
     "INSERT INTO checkpoints (name, seq) VALUES (:name, :seq) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
@@ -154,6 +163,13 @@ def _replay(
     if until is not None:
         bound = min(bound, int(until))
     sql = f"SELECT {_COLUMNS} FROM public.events WHERE seq <= %(bound)s ORDER BY seq"
+    with gc_paused():
+        return _pipelined(conn, sql, bound, progress, batch, lazy)
+
+
+def _pipelined(
+    conn: Connection, sql: str, bound: int, progress: Callable[[int], None] | None, batch: int, lazy: bool
+) -> int:
     total = 0
     reader = LogReader(conn.engine, sql, {"bound": bound}, batch, _decode)
     writer = PlanWriter(conn)
@@ -173,6 +189,18 @@ def _replay(
         writer.close()
         reader.close()
     return total
+
+
+@contextmanager
+def _indexes_deferred(conn: Connection) -> Iterator[None]:
+    """Drop the deferrable tables' non-unique indexes (see ``Projector.defer_indexes``) for the block and create
+    them again after it, in ``conn``'s transaction: a failure rolls the drops back with everything else."""
+    found = conn.execute(_SECONDARY, {"tables": deferrable_tables()}).all()
+    for name, _ in found:
+        conn.execute(text(f"DROP INDEX {name}"))
+    yield
+    for _, ddl in found:
+        conn.execute(text(ddl))
 
 
 def rebuild(
@@ -200,7 +228,8 @@ def rebuild(
             )
         tables = ", ".join(t for t, _ in read_model_tables())
         conn.execute(text(f"TRUNCATE {tables}"))
-        n = _replay(conn, until, progress, batch)
+        with _indexes_deferred(conn):
+            n = _replay(conn, until, progress, batch)
         phases["inline"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         catch_up(conn, batch=max(batch, 20_000))
@@ -218,7 +247,8 @@ def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> 
         for table in [t for t, _ in read_model_tables()] + cache_tables():
             _copy_table(conn, schema, table)
         conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-        return _replay(conn, until, None, 2000)
+        with _indexes_deferred(conn):
+            return _replay(conn, until, None, 2000)
 
 
 def _copy_table(conn: Connection, schema: str, table: str) -> None:

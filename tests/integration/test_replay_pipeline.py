@@ -3,6 +3,7 @@ roll everything back and leave no thread behind."""
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -107,3 +108,40 @@ def test_a_failing_read_rolls_the_rebuild_back_and_stops_every_thread(
         rebuild(store.engine, batch=4)
     assert not _replay_threads()
     assert _live(store) == live
+    assert gc.isenabled()  # the replay's pause of the collector ended with it
+
+
+_INDEXES = (
+    "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+    "WHERE indrelid IN ('items'::regclass, 'revisions'::regclass) ORDER BY 1"
+)
+
+
+def test_a_rebuild_leaves_every_index_as_the_migrations_made_it(store: Substrate) -> None:
+    # The rebuild drops the items' and revisions' non-unique indexes while it fills the tables, then makes them again.
+    _mixed_log(store)
+    with store.engine.connect() as c:
+        before = c.exec_driver_sql(_INDEXES).all()
+    assert len(before) >= 6  # two keys and four secondary indexes
+    live = _live(store)
+    assert rebuild(store.engine, batch=5).digests == live
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql(_INDEXES).all() == before
+        # ...and valid: the planner uses them (items of a kind in insertion order)
+        c.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = " ".join(
+            r[0] for r in c.exec_driver_sql("EXPLAIN SELECT id FROM items WHERE kind = 'text' ORDER BY pos")
+        )
+    assert "items_kind_pos" in plan
+    assert gc.isenabled()
+
+
+def test_a_failed_rebuild_keeps_every_index(store: Substrate, monkeypatch: pytest.MonkeyPatch) -> None:
+    _twenty_docs(store)
+    with store.engine.connect() as c:
+        before = c.exec_driver_sql(_INDEXES).all()
+    monkeypatch.setattr(runner, "_decode", lambda row: (_ for _ in ()).throw(ValueError("no")))
+    with pytest.raises(ValueError):
+        rebuild(store.engine)
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql(_INDEXES).all() == before

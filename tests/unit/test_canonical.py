@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.canonical import canonical_json, reference_canonical_json
+from projections.jsonutil import loads
 
 _scalars = (
     st.none()
@@ -55,3 +57,27 @@ def test_non_finite_floats_are_refused() -> None:
         except ValueError:
             continue
         raise AssertionError("non-finite float accepted")
+
+
+@settings(max_examples=600)
+@given(_json)
+def test_loads_reads_every_json_text_like_the_stdlib(value: Any) -> None:
+    # Integers beyond 64 bits included: orjson alone would round them to floats.
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates: not a text jsonb could hold
+        return
+    assert _same(loads(text), json.loads(text))
+    assert _same(loads(text.encode()), json.loads(text))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types throughout (1 == 1.0 would hide an integer read as a float)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
