@@ -12,6 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from projections import loads
+from projections.gcpause import gc_paused
 from service.bulk_append import BulkAppender
 from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
@@ -151,17 +152,18 @@ class Substrate:
         pending: list[NewEvent] = []
         appender = BulkAppender(self.events, self.principal, self._wrote)
         try:
-            for item in items:
-                data = self._prepare(item, secret_policy)
-                pending.append(
-                    NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
-                )
-                ids.append(str(data["id"]))
-                if len(pending) >= _BULK_CHUNK:
-                    appender.submit(pending)
-                    pending = []
-            appender.submit(pending)
-            appender.finish()
+            with gc_paused():  # thousands of short-lived dicts per chunk (projections.gcpause)
+                for item in items:
+                    data = self._prepare(item, secret_policy)
+                    pending.append(
+                        NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
+                    )
+                    ids.append(str(data["id"]))
+                    if len(pending) >= _BULK_CHUNK:
+                        appender.submit(pending)
+                        pending = []
+                appender.submit(pending)
+                appender.finish()
         finally:
             appender.close()
         return ids

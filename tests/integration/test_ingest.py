@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from pathlib import Path
@@ -34,6 +35,17 @@ def test_documents_return_a_receipt_that_is_the_list_of_ids(store) -> None:  # t
     a, b = store.get(r[0]), store.get(r[1])
     assert a.kind == "text" and a.text == "alpha" and a.provenance == {"source": "s", "position": 0, "revision": 1}
     assert b.tags == ["t"] and b.payload == {"n": 1} and b.scope == "local"
+    assert gc.isenabled()  # paused for the bulk work only
+
+
+def test_a_source_that_breaks_mid_ingest_ends_the_collector_pause(store) -> None:  # type: ignore[no-untyped-def]
+    def docs():  # type: ignore[no-untyped-def]
+        yield "alpha"
+        raise OSError("the source broke")
+
+    with pytest.raises(OSError):
+        ingest_documents(store, docs(), source="s")
+    assert gc.isenabled()
 
 
 def test_reingesting_a_source_revises_the_same_ids_instead_of_duplicating(store) -> None:  # type: ignore[no-untyped-def]

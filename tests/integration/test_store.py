@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from service import Substrate, SubstrateItem
@@ -114,6 +116,17 @@ def test_put_many_is_one_batch_and_readable(store: Substrate) -> None:
     assert len(ids) == 200 and len(store) == 200
     assert [i.id for i in store.all()] == ids
     assert store.events.head() == 200
+    assert gc.isenabled()  # paused for the bulk work only
+
+
+def test_a_failing_put_many_ends_the_collector_pause(store: Substrate) -> None:
+    def items():  # type: ignore[no-untyped-def]
+        yield SubstrateItem(kind="text", text="fine")
+        raise OSError("the source broke")
+
+    with pytest.raises(OSError):
+        store.put_many(items())
+    assert gc.isenabled()
 
 
 def test_integers_beyond_64_bits_come_back_exact_and_the_log_still_verifies(store: Substrate) -> None:
