@@ -58,6 +58,11 @@ class Projector:
     # Its apply never reads its tables through a non-unique index, so a rebuild may drop those indexes while it
     # fills the tables and build each once at the end (a sort instead of an entry per row, ~30% of the writes).
     defer_indexes: bool = False
+    # A lazy projector's set-wise build from nothing: ``build(conn, inline)`` fills its empty tables with the rows
+    # that applying every event up to the position of the ``inline`` projectors' checkpoints would leave, reading
+    # that position in the same statement as the inline read models it reads (appends may commit meanwhile), and
+    # returns it. None: catch-up from nothing folds the log with ``apply``.
+    build: Callable[[Connection, list[str]], int] | None = None
 
 
 PROJECTORS: list[Projector] = []

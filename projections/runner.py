@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,11 +90,13 @@ class RebuildReport:
         }
 
 
-def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
-    """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied.
+def catch_up(conn: Connection, *, batch: int = 5000, rebuilding: bool = False) -> dict[str, int]:
+    """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied
+    (for a projector built from nothing, ``Projector.build``: the log position its tables now describe).
 
     Serialized per projector by an advisory lock; the checkpoint is re-read once the lock is held, so two callers
-    never apply the same event twice. Appends are never blocked (no chain lock is taken).
+    never apply the same event twice. Appends are never blocked (no chain lock is taken). ``rebuilding``: the
+    caller holds the tables exclusively (a rebuild truncated them), so a build may defer their indexes.
     """
     applied: dict[str, int] = {}
     inline = projector_names()
@@ -105,6 +107,12 @@ def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
         conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name})
         target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
         if done >= target:
+            continue
+        if done == 0 and p.build is not None and _empty(conn, p.tables):
+            with _indexes_deferred(conn, list(p.tables) if rebuilding else []):
+                built = p.build(conn, inline)
+            conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": built})
+            applied[p.name] = built
             continue
         n = 0
         sql = text(
@@ -191,11 +199,17 @@ def _pipelined(
     return total
 
 
+def _empty(conn: Connection, tables: Sequence[str]) -> bool:
+    return bool(
+        conn.execute(text("SELECT " + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in tables))).scalar()
+    )
+
+
 @contextmanager
-def _indexes_deferred(conn: Connection) -> Iterator[None]:
-    """Drop the deferrable tables' non-unique indexes (see ``Projector.defer_indexes``) for the block and create
-    them again after it, in ``conn``'s transaction: a failure rolls the drops back with everything else."""
-    found = conn.execute(_SECONDARY, {"tables": deferrable_tables()}).all()
+def _indexes_deferred(conn: Connection, tables: Sequence[str]) -> Iterator[None]:
+    """Drop the non-unique indexes of ``tables`` for the block and create them again after it, in ``conn``'s
+    transaction (which must hold the tables exclusively): a failure rolls the drops back with everything else."""
+    found = conn.execute(_SECONDARY, {"tables": list(tables)}).all() if tables else []
     for name, _ in found:
         conn.execute(text(f"DROP INDEX {name}"))
     yield
@@ -228,11 +242,11 @@ def rebuild(
             )
         tables = ", ".join(t for t, _ in read_model_tables())
         conn.execute(text(f"TRUNCATE {tables}"))
-        with _indexes_deferred(conn):
+        with _indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
             n = _replay(conn, until, progress, batch)
         phases["inline"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        catch_up(conn, batch=max(batch, 20_000))
+        catch_up(conn, batch=max(batch, 20_000), rebuilding=True)
         phases["lazy"] = time.perf_counter() - t1
         counts, digests = table_digests(conn)
     return RebuildReport(n, time.perf_counter() - t0, counts, digests, phases)
@@ -247,7 +261,7 @@ def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> 
         for table in [t for t, _ in read_model_tables()] + cache_tables():
             _copy_table(conn, schema, table)
         conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-        with _indexes_deferred(conn):
+        with _indexes_deferred(conn, deferrable_tables()):
             return _replay(conn, until, None, 2000)
 
 
