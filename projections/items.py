@@ -11,7 +11,7 @@ from projections.canonical import event_item_digest as item_digest
 from projections.jsonutil import dumps
 from projections.registry import Projector, Statement, register, run_plan
 
-__all__ = ["ITEM_EVENTS", "apply"]
+__all__ = ["ITEM_EVENTS", "all_first_states", "apply"]
 
 # Every event whose data carries the resulting item state under "item".
 ITEM_EVENTS = frozenset(
@@ -40,19 +40,37 @@ _UPSERT = (
     "created_at = EXCLUDED.created_at"
 )
 _DELETE = "DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))"
-# The same upsert for a batch append whose events are in the CTE ``ev``: only the seq of each id's final state,
-# its digest and its pos travel (comma-separated: digests and seqs hold no comma).
-_UPSERT_FROM_EV = (
+# The same upsert for a batch whose events are in the CTE ``ev`` (a batch append, or a replay's stretch of the log):
+# only the seq of each id's final state, its digest and its pos travel (comma-separated: digests and seqs hold
+# no comma).
+_FROM_EV = (
     "INSERT INTO items (id, kind, scope, text, doc, digest, version, pos, seq, created_at) "
     "SELECT i->>'id', i->>'kind', i->>'scope', i->>'text', i, u.digest, ev.version, u.pos, ev.seq, "
     "(i->>'created_at')::float8 "
     "FROM unnest(string_to_array(:seqs, ',')::bigint[], string_to_array(:digests, ','), "
     "string_to_array(:pos, ',')::bigint[]) AS u(seq, digest, pos) "
-    "JOIN ev ON ev.seq = u.seq, LATERAL (SELECT ev.data->'item' AS i) x "
-    "ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, text = EXCLUDED.text, "
+    "JOIN ev ON ev.seq = u.seq, LATERAL (SELECT ev.data->'item' AS i) x"
+)
+_UPSERT_FROM_EV = _FROM_EV + (
+    " ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, text = EXCLUDED.text, "
     "doc = EXCLUDED.doc, digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq, "
     "created_at = EXCLUDED.created_at"
 )
+
+
+def all_first_states(events: Sequence[Any]) -> bool:
+    """Whether every event is the first of its stream and carries that stream's own item: the items (and their
+    states) are then new, so a plain INSERT will do (a quarter less work than an upsert: no speculative insertion).
+
+    Every event carrying an item is appended to the item's own stream (service.*), so a stream's first event
+    creates its item. Should a row exist anyway, the INSERT fails and nothing is lost: a batch append then takes
+    the locked path (upserts), a replay starts again with upserts (``optimistic=False``).
+    """
+    for e in events:
+        item = e.data.get("item")
+        if e.version != 1 or item is None or item.get("id") != e.stream:
+            return False
+    return True
 
 
 def _removed(e: Any) -> str | None:
@@ -94,8 +112,9 @@ def plan(events: Sequence[Any]) -> list[Statement]:
     return out
 
 
-def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
-    """``plan`` over the ``ev`` CTE, for batches that only put item states (None when one removes or merges)."""
+def batch_plan(events: Sequence[Any], *, optimistic: bool = True) -> list[Statement] | None:
+    """``plan`` over the ``ev`` CTE, for batches that only put item states (None when one removes or merges);
+    ``optimistic``: a plain INSERT when the batch only creates items (see ``all_first_states``)."""
     final: dict[str, Any] = {}
     first_seq: dict[str, int] = {}
     for e in events:
@@ -108,7 +127,7 @@ def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
         return []
     return [
         (
-            _UPSERT_FROM_EV,
+            _FROM_EV if optimistic and all_first_states(events) else _UPSERT_FROM_EV,
             {
                 "seqs": ",".join(str(e.seq) for e in final.values()),
                 "digests": ",".join(item_digest(e.data["item"]) for e in final.values()),

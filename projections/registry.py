@@ -54,7 +54,8 @@ class Projector:
     # The same statements reading the batch's events from a CTE named ``ev`` (the columns of ``events``, data as
     # jsonb) instead of carrying their own copy of each item: used by the one-statement batch append, which
     # already sends every event once. None (or returning None): use ``plan``.
-    batch_plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
+    # Called with ``optimistic=False`` after an optimistic plan (plain INSERTs for rows it believed new) failed.
+    batch_plan: Callable[..., list[Statement] | None] | None = None
     # Its apply never reads its tables through a non-unique index, so a rebuild may drop those indexes while it
     # fills the tables and build each once at the end (a sort instead of an entry per row, ~30% of the writes).
     defer_indexes: bool = False
@@ -143,10 +144,12 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
         conn.execute(_SET_CHECKPOINTS, {"names": [p.name for p in applied], "seq": events[-1].seq})
 
 
-def plan_events(events: Sequence[Any], *, single: bool = False, shared: bool = False) -> list[Statement] | None:
+def plan_events(
+    events: Sequence[Any], *, single: bool = False, shared: bool = False, optimistic: bool = True
+) -> list[Statement] | None:
     """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch (or,
     with ``single``, needs more than one statement for it: statements of one projector must run in order).
-    ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE)."""
+    ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE), ``optimistic`` or not."""
     _load()
     out: list[Statement] = []
     try:
@@ -156,7 +159,7 @@ def plan_events(events: Sequence[Any], *, single: bool = False, shared: bool = F
             mine = [e for e in events if e.type in p.handles]
             if not mine:
                 continue
-            planned = p.batch_plan(mine) if shared and p.batch_plan is not None else None
+            planned = p.batch_plan(mine, optimistic=optimistic) if shared and p.batch_plan is not None else None
             if planned is None:
                 planned = p.plan(mine) if p.plan is not None else None
             if planned is None or (single and len(planned) > 1):
@@ -175,14 +178,14 @@ _FROM_LOG = (
 )
 
 
-def plan_apply(events: Sequence[Any]) -> list[Statement] | None:
+def plan_apply(events: Sequence[Any], *, optimistic: bool = True) -> list[Statement] | None:
     """``apply_events(conn, events)`` (inline projectors, checkpoints included) as statements, or None when a
     projector cannot plan this batch and must ``apply`` it. ``events`` are a stretch of the stored log (consecutive
-    seqs): the projectors that can read them from it do, in one statement."""
+    seqs): the projectors that can read them from it do, in one statement (``optimistic``: see ``batch_plan``)."""
     if not events:
         return []
     checkpoints = (_SET_CHECKPOINTS_SQL, {"names": projector_names(), "seq": events[-1].seq})
-    shared = plan_events(events, single=True, shared=True)
+    shared = plan_events(events, single=True, shared=True, optimistic=optimistic)
     if shared:
         params: dict[str, Any] = {"lo": events[0].seq, "hi": events[-1].seq}
         return [(_FROM_LOG.format(projections=plans_as_ctes(shared, params)), params), checkpoints]

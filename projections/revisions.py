@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from projections.canonical import event_item_digest as item_digest
-from projections.items import ITEM_EVENTS
+from projections.items import ITEM_EVENTS, all_first_states
 from projections.jsonutil import dumps
 from projections.registry import Projector, Statement, register, run_plan
 
@@ -21,13 +21,15 @@ _INSERT = (
     "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS u(digest text, doc jsonb, seq bigint) "
     "ON CONFLICT (digest) DO NOTHING"
 )
-# The same insert for a batch append whose events are in the CTE ``ev`` (only seqs and digests travel).
-_INSERT_FROM_EV = (
+# The same insert for a batch whose events are in the CTE ``ev`` (only seqs and digests travel); without the
+# conflict clause when every state is new (projections.items.all_first_states).
+_FROM_EV = (
     "INSERT INTO revisions (digest, item_id, doc, seq) "
     "SELECT u.digest, ev.data->'item'->>'id', ev.data->'item', ev.seq "
     "FROM unnest(string_to_array(:seqs, ',')::bigint[], string_to_array(:digests, ',')) AS u(seq, digest) "
-    "JOIN ev ON ev.seq = u.seq ON CONFLICT (digest) DO NOTHING"
+    "JOIN ev ON ev.seq = u.seq"
 )
+_INSERT_FROM_EV = _FROM_EV + " ON CONFLICT (digest) DO NOTHING"
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
@@ -47,8 +49,9 @@ def plan(events: Sequence[Any]) -> list[Statement]:
     return [(_INSERT, {"rows": dumps(list(rows.values()))})] if rows else []
 
 
-def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
-    """``plan`` over the ``ev`` CTE: the seq of the first event that produced each digest."""
+def batch_plan(events: Sequence[Any], *, optimistic: bool = True) -> list[Statement] | None:
+    """``plan`` over the ``ev`` CTE: the seq of the first event that produced each digest (a plain INSERT when
+    ``optimistic`` and every state is new)."""
     first: dict[str, int] = {}
     for e in events:
         item = e.data.get("item")
@@ -56,7 +59,8 @@ def batch_plan(events: Sequence[Any]) -> list[Statement] | None:
             first.setdefault(item_digest(item), e.seq)
     if not first:
         return []
-    return [(_INSERT_FROM_EV, {"seqs": ",".join(map(str, first.values())), "digests": ",".join(first)})]
+    sql = _FROM_EV if optimistic and all_first_states(events) else _INSERT_FROM_EV
+    return [(sql, {"seqs": ",".join(map(str, first.values())), "digests": ",".join(first)})]
 
 
 register(

@@ -6,10 +6,11 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
 
 from projections.gcpause import gc_paused
 from projections.jsonutil import loads
@@ -35,6 +36,8 @@ __all__ = [
     "table_digests",
 ]
 
+_T = TypeVar("_T")
+_UNIQUE_VIOLATION = "23505"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Advisory lock namespace: one catch-up (or rebuild) of a lazy projector at a time.
 _CATCH_UP_NS = 80_0239
@@ -161,10 +164,18 @@ def _decode(r: Any) -> _Row:
 
 
 def _replay(
-    conn: Connection, until: int | None, progress: Callable[[int], None] | None, batch: int, *, lazy: bool = False
+    conn: Connection,
+    until: int | None,
+    progress: Callable[[int], None] | None,
+    batch: int,
+    *,
+    lazy: bool = False,
+    optimistic: bool = False,
 ) -> int:
     """Apply the log (up to ``until``) to the read models in ``conn``'s transaction, pipelined (projections.pipeline):
-    a reader thread streams and decodes the log, this thread plans, a writer thread runs the plans on ``conn``."""
+    a reader thread streams and decodes the log, this thread plans, a writer thread runs the plans on ``conn``.
+    ``optimistic``: the read models started empty, so batches that only create items insert them plainly (see
+    ``projections.items.all_first_states``; a row that exists anyway fails the replay, see ``_optimistically``)."""
     # The log as this transaction sees it: everything up to its head is committed, so the reader's own
     # connection sees exactly these events.
     bound = int(conn.execute(text("SELECT seq FROM public.log_head WHERE id = 1")).scalar_one())
@@ -172,18 +183,24 @@ def _replay(
         bound = min(bound, int(until))
     sql = f"SELECT {_COLUMNS} FROM public.events WHERE seq <= %(bound)s ORDER BY seq"
     with gc_paused():
-        return _pipelined(conn, sql, bound, progress, batch, lazy)
+        return _pipelined(conn, sql, bound, progress, batch, lazy, optimistic)
 
 
 def _pipelined(
-    conn: Connection, sql: str, bound: int, progress: Callable[[int], None] | None, batch: int, lazy: bool
+    conn: Connection,
+    sql: str,
+    bound: int,
+    progress: Callable[[int], None] | None,
+    batch: int,
+    lazy: bool,
+    optimistic: bool,
 ) -> int:
     total = 0
     reader = LogReader(conn.engine, sql, {"bound": bound}, batch, _decode)
     writer = PlanWriter(conn)
     try:
         for events in reader:
-            statements = None if lazy else plan_apply(events)
+            statements = None if lazy else plan_apply(events, optimistic=optimistic)
             if statements is None:
                 writer.drain()
                 apply_events(conn, events, lazy=lazy)
@@ -217,6 +234,17 @@ def _indexes_deferred(conn: Connection, tables: Sequence[str]) -> Iterator[None]
         conn.execute(text(ddl))
 
 
+def _optimistically(run: Callable[[bool], _T]) -> _T:
+    """``run(True)``: a replay into empty read models that inserts plainly what it believes new; should a row
+    exist after all (a unique violation: the whole transaction rolled back), ``run(False)``, with upserts."""
+    try:
+        return run(True)
+    except IntegrityError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _UNIQUE_VIOLATION:
+            raise
+        return run(False)
+
+
 def rebuild(
     engine: Engine,
     *,
@@ -229,6 +257,12 @@ def rebuild(
     The inline read models are replayed first; the lazy projectors then catch up from zero (timed apart in
     ``phases``), so the report's digests cover every read model.
     """
+    return _optimistically(lambda optimistic: _rebuild(engine, until, progress, batch, optimistic))
+
+
+def _rebuild(
+    engine: Engine, until: int | None, progress: Callable[[int], None] | None, batch: int, optimistic: bool
+) -> RebuildReport:
     import time
 
     t0 = time.perf_counter()
@@ -243,7 +277,7 @@ def rebuild(
         tables = ", ".join(t for t, _ in read_model_tables())
         conn.execute(text(f"TRUNCATE {tables}"))
         with _indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
-            n = _replay(conn, until, progress, batch)
+            n = _replay(conn, until, progress, batch, optimistic=optimistic)
         phases["inline"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         catch_up(conn, batch=max(batch, 20_000), rebuilding=True)
@@ -256,13 +290,17 @@ def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> 
     """Create ``schema`` with every read-model table and replay the log prefix ``seq <= until`` into it."""
     if not schema.isidentifier():
         raise ValueError(f"bad schema name {schema!r}")
-    with engine.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-        for table in [t for t, _ in read_model_tables()] + cache_tables():
-            _copy_table(conn, schema, table)
-        conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-        with _indexes_deferred(conn, deferrable_tables()):
-            return _replay(conn, until, None, 2000)
+
+    def run(optimistic: bool) -> int:
+        with engine.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA {schema}"))
+            for table in [t for t, _ in read_model_tables()] + cache_tables():
+                _copy_table(conn, schema, table)
+            conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
+            with _indexes_deferred(conn, deferrable_tables()):
+                return _replay(conn, until, None, 2000, optimistic=optimistic)
+
+    return _optimistically(run)
 
 
 def _copy_table(conn: Connection, schema: str, table: str) -> None:

@@ -14,6 +14,7 @@ from projections.runner import build_snapshot, drop_snapshot, rebuild, table_dig
 from service import Substrate, SubstrateItem
 from service.access import PUBLIC
 from service.belief import Claim, assimilate
+from service.events import ItemPut, NewEvent
 from service.spaces import merge_versions, publish
 
 
@@ -76,9 +77,9 @@ def test_a_failing_statement_rolls_the_rebuild_back_and_stops_every_thread(
     real = registry.plan_apply
     calls = {"n": 0}
 
-    def failing(events):  # type: ignore[no-untyped-def]
+    def failing(events, **kw):  # type: ignore[no-untyped-def]
         calls["n"] += 1
-        planned = real(events)
+        planned = real(events, **kw)
         if calls["n"] == 3 and planned is not None:
             return [*planned, ("SELECT 1 / 0", {})]  # the database refuses this batch's plan
         return planned
@@ -145,3 +146,39 @@ def test_a_failed_rebuild_keeps_every_index(store: Substrate, monkeypatch: pytes
         rebuild(store.engine)
     with store.engine.connect() as c:
         assert c.exec_driver_sql(_INDEXES).all() == before
+
+
+def _item_on_a_foreign_stream(store: Substrate, item_id: str) -> None:
+    """An event carrying item ``item_id`` on another stream: the service never writes one, so a stream's first
+    event is then no proof that its item is new."""
+    data = store._prepare(SubstrateItem(kind="text", text="written elsewhere", id=item_id), None)
+    store._append([NewEvent(stream="elsewhere", event=ItemPut(item=data), scope=data["scope"], normalized=True)])
+
+
+def test_a_replay_that_finds_a_row_it_believed_new_starts_again_with_upserts(
+    store: Substrate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _item_on_a_foreign_stream(store, "x")
+    store.put(SubstrateItem(kind="text", text="its own stream's first event", id="x"))
+    store.add("text", "another")
+    live = _live(store)
+    runs: list[bool] = []
+    real = runner._replay
+
+    def counted(*args, **kw):  # type: ignore[no-untyped-def]
+        runs.append(kw.get("optimistic", False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(runner, "_replay", counted)
+    assert rebuild(store.engine, batch=1).digests == live
+    assert runs == [True, False]  # the optimistic pass met the row, the second one upserted
+    assert store.get("x").text == "its own stream's first event"  # type: ignore[union-attr]
+
+
+def test_a_bulk_append_that_finds_a_row_it_believed_new_upserts_it(store: Substrate) -> None:
+    _item_on_a_foreign_stream(store, "y")
+    ids = store.put_many(SubstrateItem(kind="text", text=f"bulk {n}", id=f"b{n}") for n in range(5))
+    ids += store.put_many([SubstrateItem(kind="text", text="bulk, own stream", id="y")])
+    assert store.get("y").text == "bulk, own stream"  # type: ignore[union-attr]
+    assert len(store) == 6
+    assert _live(store) == rebuild(store.engine).digests
