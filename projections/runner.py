@@ -53,6 +53,11 @@ _SECONDARY = text(
     "WHERE x.indrelid = ANY(CAST(:tables AS regclass[])) AND NOT x.indisunique "
     "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid) ORDER BY 1"
 )
+# Their primary keys and unique constraints, each with its definition.
+_KEYS = text(
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = ANY(CAST(:tables AS regclass[])) AND contype IN ('p', 'u') ORDER BY 1, 2"
+)
 _SET_CHECKPOINT = text(
     "INSERT INTO checkpoints (name, seq) VALUES (:name, :seq) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
 )
@@ -112,7 +117,7 @@ def catch_up(conn: Connection, *, batch: int = 5000, rebuilding: bool = False) -
         if done >= target:
             continue
         if done == 0 and p.build is not None and _empty(conn, p.tables):
-            with _indexes_deferred(conn, list(p.tables) if rebuilding else []):
+            with _indexes_deferred(conn, list(p.tables) if rebuilding else [], keys=True):
                 built = p.build(conn, inline)
             conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": built})
             applied[p.name] = built
@@ -223,13 +228,19 @@ def _empty(conn: Connection, tables: Sequence[str]) -> bool:
 
 
 @contextmanager
-def _indexes_deferred(conn: Connection, tables: Sequence[str]) -> Iterator[None]:
-    """Drop the non-unique indexes of ``tables`` for the block and create them again after it, in ``conn``'s
-    transaction (which must hold the tables exclusively): a failure rolls the drops back with everything else."""
+def _indexes_deferred(conn: Connection, tables: Sequence[str], *, keys: bool = False) -> Iterator[None]:
+    """Drop the non-unique indexes of ``tables`` (with ``keys``, their primary keys and unique constraints too: for
+    writes that need no conflict check) for the block and make them again after it, each in one sorted pass, in
+    ``conn``'s transaction (which must hold the tables exclusively): a failure rolls the drops back with the rest."""
     found = conn.execute(_SECONDARY, {"tables": list(tables)}).all() if tables else []
+    constraints = conn.execute(_KEYS, {"tables": list(tables)}).all() if tables and keys else []
     for name, _ in found:
         conn.execute(text(f"DROP INDEX {name}"))
+    for table, name, _ in constraints:
+        conn.execute(text(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"'))
     yield
+    for table, name, definition in constraints:
+        conn.execute(text(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'))
     for _, ddl in found:
         conn.execute(text(ddl))
 
