@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -63,8 +63,9 @@ _SET_CHECKPOINT = text(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
+class _Row(NamedTuple):
+    """A stored event as projectors read it (immutable; a tuple: a third of a frozen dataclass's cost to build)."""
+
     seq: int
     stream: str
     version: int
@@ -221,6 +222,28 @@ def _pipelined(
     return total
 
 
+def _clear(conn: Connection, tables: Sequence[str]) -> None:
+    """Empty ``tables``: TRUNCATE the ones a rebuild fills in bulk (it holds them exclusively, so it may drop their
+    indexes without waiting on a reader) and any table of 1,000 rows or more; DELETE the rest, which is ~4 ms a
+    table cheaper than a TRUNCATE (no new files) and lets readers see their old rows until the rebuild commits."""
+    bulk = set(deferrable_tables()) | {t for p in lazy_projectors() for t in p.tables}
+    others = [t for t in tables if t not in bulk]
+    big = (
+        conn.execute(
+            text(
+                "SELECT "
+                + ", ".join(f"(SELECT count(*) >= 1000 FROM (SELECT 1 FROM {t} LIMIT 1000) x)" for t in others)
+            )
+        ).one()
+        if others
+        else ()
+    )
+    small = [t for t, is_big in zip(others, big, strict=True) if not is_big]
+    conn.execute(text("TRUNCATE " + ", ".join(t for t in tables if t not in small)))
+    for t in small:
+        conn.execute(text(f"DELETE FROM {t}"))
+
+
 def _empty(conn: Connection, tables: Sequence[str]) -> bool:
     return bool(
         conn.execute(text("SELECT " + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in tables))).scalar()
@@ -285,8 +308,7 @@ def _rebuild(
             conn.execute(
                 text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name}
             )
-        tables = ", ".join(t for t, _ in read_model_tables())
-        conn.execute(text(f"TRUNCATE {tables}"))
+        _clear(conn, [t for t, _ in read_model_tables()])
         with _indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
             n = _replay(conn, until, progress, batch, optimistic=optimistic)
         phases["inline"] = time.perf_counter() - t0
