@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from projections.gcpause import gc_paused
 from projections.jsonutil import loads
@@ -38,6 +38,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _UNIQUE_VIOLATION = "23505"
+_LOCK_NOT_AVAILABLE = "55P03"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Advisory lock namespace: one catch-up (or rebuild) of a lazy projector at a time.
 _CATCH_UP_NS = 80_0239
@@ -99,13 +100,13 @@ class RebuildReport:
         }
 
 
-def catch_up(conn: Connection, *, batch: int = 5000, rebuilding: bool = False) -> dict[str, int]:
+def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
     """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied
     (for a projector built from nothing, ``Projector.build``: the log position its tables now describe).
 
     Serialized per projector by an advisory lock; the checkpoint is re-read once the lock is held, so two callers
-    never apply the same event twice. Appends are never blocked (no chain lock is taken). ``rebuilding``: the
-    caller holds the tables exclusively (a rebuild truncated them), so a build may defer their indexes.
+    never apply the same event twice. Appends are never blocked (no chain lock is taken). A build from nothing
+    makes its tables' indexes and keys after filling them when it can lock the tables at once (``_lock_now``).
     """
     applied: dict[str, int] = {}
     inline = projector_names()
@@ -118,7 +119,7 @@ def catch_up(conn: Connection, *, batch: int = 5000, rebuilding: bool = False) -
         if done >= target:
             continue
         if done == 0 and p.build is not None and _empty(conn, p.tables):
-            with _indexes_deferred(conn, list(p.tables) if rebuilding else [], keys=True):
+            with _indexes_deferred(conn, p.tables if _lock_now(conn, p.tables) else [], keys=True):
                 built = p.build(conn, inline)
             conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": built})
             applied[p.name] = built
@@ -244,6 +245,23 @@ def _clear(conn: Connection, tables: Sequence[str]) -> None:
         conn.execute(text(f"DELETE FROM {t}"))
 
 
+def _lock_now(conn: Connection, tables: Sequence[str]) -> bool:
+    """Take every one of ``tables`` exclusively, now or not at all (NOWAIT): whether this transaction holds them.
+
+    Dropping an index waits for the table's readers; a reader of two of these tables holding one while waiting
+    for the other would deadlock with a build that held the other and waited for the first. Taking them all at
+    once, or else building with the indexes in place, never waits while holding one.
+    """
+    try:
+        with conn.begin_nested():
+            conn.execute(text(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE NOWAIT"))
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    return True
+
+
 def _empty(conn: Connection, tables: Sequence[str]) -> bool:
     return bool(
         conn.execute(text("SELECT " + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in tables))).scalar()
@@ -313,7 +331,7 @@ def _rebuild(
             n = _replay(conn, until, progress, batch, optimistic=optimistic)
         phases["inline"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        catch_up(conn, batch=max(batch, 20_000), rebuilding=True)
+        catch_up(conn, batch=max(batch, 20_000))
         phases["lazy"] = time.perf_counter() - t1
         counts, digests = table_digests(conn)
     return RebuildReport(n, time.perf_counter() - t0, counts, digests, phases)

@@ -75,3 +75,29 @@ def test_merges_and_scope_moves_build_the_same_domains(store: Substrate) -> None
         domains = {r[0] for r in c.exec_driver_sql("SELECT domain FROM search_domains")}
     assert "team-b" not in domains and {"", "team-a", "team-c"} <= domains
     assert _search_digests(rebuild(store.engine).digests) == live
+
+
+def test_a_first_catch_up_next_to_a_reader_builds_with_the_indexes_in_place(store: Substrate) -> None:
+    # A reader holds one of the search tables: the build cannot take them all at once, so it must neither wait for
+    # the reader (holding the others) nor fail; it builds with the indexes in place, and the rows are the same.
+    import threading
+
+    for n in range(30):
+        store.add("text", f"glaciers and sea levels {n}", scope="team-a" if n % 2 else "local")
+    reader = store.engine.connect()
+    reader.exec_driver_sql("SELECT count(*) FROM search_domains").scalar()  # AccessShare, held until rollback
+    done: list[dict[str, int]] = []
+    t = threading.Thread(target=lambda: done.append(catch_up_engine(store.engine)))
+    t.start()
+    t.join(20)
+    finished_while_read = not t.is_alive()
+    reader.rollback()
+    reader.close()
+    t.join(30)
+    assert finished_while_read  # it did not wait for the reader
+    assert done and done[0]["search"] == store.events.head()
+    with store.engine.connect() as c:
+        live = _search_digests(table_digests(c)[1])
+        indexes = c.exec_driver_sql("SELECT count(*) FROM pg_indexes WHERE tablename = 'item_terms'").scalar()
+    assert indexes == 2
+    assert _search_digests(rebuild(store.engine).digests) == live
