@@ -52,12 +52,9 @@ _DROP_DOCS = text(
     "ON CONFLICT (domain) DO UPDATE SET n_docs = search_domains.n_docs + EXCLUDED.n_docs, "
     "total_len = search_domains.total_len + EXCLUDED.total_len, n_text = search_domains.n_text + EXCLUDED.n_text"
 )
-# The payload is serialized by jsonb (sorted keys, canonical numbers), so live appends and replays agree.
-_ADD = text(
-    "WITH d AS (SELECT * FROM jsonb_to_recordset(CAST(:rows AS jsonb)) "
-    "  AS d(item_id text, scope text, kind text, seq bigint, txt text, payload jsonb, tags text)), "
-    "s AS (SELECT item_id, scope, kind, seq, txt <> '' AS has_text, left(concat_ws(' ', txt, "
-    "  CASE WHEN payload = '{}'::jsonb THEN NULL ELSE payload::text END, tags), :cap) AS surface FROM d), "
+# The CTEs that index the surfaces of the CTE ``s`` (item_id, scope, kind, seq, has_text, surface): ``v`` their
+# lexemes and lengths, ``docs`` and ``terms`` the inserted rows (what the statistics are counted from).
+_POSTINGS = (
     "v AS MATERIALIZED (SELECT x.*, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(x.tsv) l)::int "
     "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv FROM s) x), "
     "docs AS (INSERT INTO search_docs (item_id, scope, kind, seq, has_text, dl, thash) "
@@ -66,7 +63,16 @@ _ADD = text(
     "  SELECT v.item_id, l.lexeme, v.scope, v.kind, cardinality(l.positions), v.dl, "
     "  cardinality(l.positions) / (cardinality(l.positions) + :k1 * (1 - :b + :b * v.dl / :ref)) "
     "  FROM v, unnest(v.tsv) l RETURNING scope, term), "
-    "df AS (INSERT INTO term_df (domain, term, df) "
+)
+_POSTING_PARAMS = {"cap": SURFACE_CHARS, "cfg": TS_CONFIG, "k1": BM25_K1, "b": BM25_B, "ref": _IMP_LEN}
+# The payload is serialized by jsonb (sorted keys, canonical numbers), so live appends and replays agree.
+_ADD = text(
+    "WITH d AS (SELECT * FROM jsonb_to_recordset(CAST(:rows AS jsonb)) "
+    "  AS d(item_id text, scope text, kind text, seq bigint, txt text, payload jsonb, tags text)), "
+    "s AS (SELECT item_id, scope, kind, seq, txt <> '' AS has_text, left(concat_ws(' ', txt, "
+    "  CASE WHEN payload = '{}'::jsonb THEN NULL ELSE payload::text END, tags), :cap) AS surface FROM d), "
+    + _POSTINGS
+    + "df AS (INSERT INTO term_df (domain, term, df) "
     "  SELECT x.domain, terms.term, count(*) FROM terms, LATERAL (VALUES (terms.scope), ('')) x(domain) "
     "  GROUP BY 1, 2 ON CONFLICT (domain, term) DO UPDATE SET df = term_df.df + EXCLUDED.df) "
     "INSERT INTO search_domains (domain, n_docs, total_len, n_text, changed_seq) "
@@ -103,16 +109,7 @@ _BUILD = text(
     "  CASE WHEN coalesce(i.doc->'payload', 'null') IN ('{}', 'null') THEN NULL ELSE (i.doc->'payload')::text END, "
     "  coalesce((SELECT string_agg(t.v, ' ' ORDER BY t.n) FROM jsonb_array_elements_text(CASE WHEN "
     "  jsonb_typeof(i.doc->'tags') = 'array' THEN i.doc->'tags' ELSE '[]' END) WITH ORDINALITY AS t(v, n)), '')), "
-    "  :cap) AS surface FROM items i), "
-    "v AS MATERIALIZED (SELECT x.*, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(x.tsv) l)::int "
-    "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv FROM s) x), "
-    "docs AS (INSERT INTO search_docs (item_id, scope, kind, seq, has_text, dl, thash) "
-    "  SELECT item_id, scope, kind, seq, has_text, dl, md5(surface) FROM v RETURNING scope, dl, has_text), "
-    "terms AS (INSERT INTO item_terms (item_id, term, scope, kind, tf, dl, imp) "
-    "  SELECT v.item_id, l.lexeme, v.scope, v.kind, cardinality(l.positions), v.dl, "
-    "  cardinality(l.positions) / (cardinality(l.positions) + :k1 * (1 - :b + :b * v.dl / :ref)) "
-    "  FROM v, unnest(v.tsv) l RETURNING scope, term), "
-    "df AS (INSERT INTO term_df (domain, term, df) "
+    "  :cap) AS surface FROM items i), " + _POSTINGS + "df AS (INSERT INTO term_df (domain, term, df) "
     "  SELECT x.domain, terms.term, count(*) FROM terms, LATERAL (VALUES (terms.scope), ('')) x(domain) GROUP BY 1, 2), "
     # Every item effect of the log (a state, or a removal: ord orders two effects of one event), and the state
     # it replaced: a change touches the old state's domain if it had text, the new one's if it has text.
@@ -148,11 +145,7 @@ def build(conn: Connection, inline: list[str]) -> int:
         conn.execute(
             _BUILD,
             {
-                "cap": SURFACE_CHARS,
-                "cfg": TS_CONFIG,
-                "k1": BM25_K1,
-                "b": BM25_B,
-                "ref": _IMP_LEN,
+                **_POSTING_PARAMS,
                 "inline": inline,
                 "types": sorted(ITEM_EVENTS | {"ItemRemoved"}),
             },
@@ -215,11 +208,7 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
                         for i, it, seq in live
                     ]
                 ),
-                "cap": SURFACE_CHARS,
-                "cfg": TS_CONFIG,
-                "k1": BM25_K1,
-                "b": BM25_B,
-                "ref": _IMP_LEN,
+                **_POSTING_PARAMS,
             },
         )
     if existed:
