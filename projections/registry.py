@@ -145,11 +145,12 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
 
 
 def plan_events(
-    events: Sequence[Any], *, single: bool = False, shared: bool = False, optimistic: bool = True
+    events: Sequence[Any], *, single: bool = False, shared: bool = False, optimistic: bool = False
 ) -> list[Statement] | None:
     """Every inline projector's statements for ``events``, or None when one of them cannot plan this batch (or,
     with ``single``, needs more than one statement for it: statements of one projector must run in order).
-    ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE), ``optimistic`` or not."""
+    ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE); ``optimistic`` only for a
+    caller that recovers from a unique violation (see ``projections.items.all_first_states``)."""
     _load()
     out: list[Statement] = []
     try:
@@ -178,7 +179,7 @@ _FROM_LOG = (
 )
 
 
-def plan_apply(events: Sequence[Any], *, optimistic: bool = True) -> list[Statement] | None:
+def plan_apply(events: Sequence[Any], *, optimistic: bool = False) -> list[Statement] | None:
     """``apply_events(conn, events)`` (inline projectors, checkpoints included) as statements, or None when a
     projector cannot plan this batch and must ``apply`` it. ``events`` are a stretch of the stored log (consecutive
     seqs): the projectors that can read them from it do, in one statement (``optimistic``: see ``batch_plan``)."""

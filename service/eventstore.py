@@ -183,7 +183,8 @@ class EventStore(EventReader):
     ) -> tuple[str, dict[str, Any]] | None:
         """The one statement that writes a batch ``stamp`` made after ``after`` (see _INSERT_BATCH_CAS), or None
         when a projector needs more than one statement for it (they must run in order): append it normally."""
-        plans = plan_events(stored, single=True, shared=True)
+        # Optimistic: a plain INSERT of items it believes new; a row that exists fails the statement like a lost race.
+        plans = plan_events(stored, single=True, shared=True, optimistic=True)
         if plans is None or not stored:
             return None
         last = stored[-1]
