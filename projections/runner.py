@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -225,8 +226,9 @@ def _pipelined(
 
 def _clear(conn: Connection, tables: Sequence[str]) -> None:
     """Empty ``tables``: TRUNCATE the ones a rebuild fills in bulk (it holds them exclusively, so it may drop their
-    indexes without waiting on a reader) and any table of 1,000 rows or more; DELETE the rest, which is ~4 ms a
-    table cheaper than a TRUNCATE (no new files) and lets readers see their old rows until the rebuild commits."""
+    indexes without waiting on a reader) and any table of 1,000 rows or more, all locked at once (``_lock_all``);
+    DELETE the rest, which is ~4 ms a table cheaper than a TRUNCATE (no new files), waits for no reader, and lets
+    readers see their old rows until the rebuild commits."""
     bulk = set(deferrable_tables()) | {t for p in lazy_projectors() for t in p.tables}
     others = [t for t in tables if t not in bulk]
     big = (
@@ -240,9 +242,24 @@ def _clear(conn: Connection, tables: Sequence[str]) -> None:
         else ()
     )
     small = [t for t, is_big in zip(others, big, strict=True) if not is_big]
-    conn.execute(text("TRUNCATE " + ", ".join(t for t in tables if t not in small)))
+    truncated = [t for t in tables if t not in small]
+    _lock_all(conn, truncated)
+    conn.execute(text("TRUNCATE " + ", ".join(truncated)))
     for t in small:
         conn.execute(text(f"DELETE FROM {t}"))
+
+
+def _lock_all(conn: Connection, tables: Sequence[str], *, patience: float = 30.0) -> None:
+    """Take every one of ``tables`` exclusively without waiting while holding some: all at once or none
+    (``_lock_now``), retried while readers hold one, for up to ``patience`` seconds; then waited for in turn."""
+    deadline = time.monotonic() + patience
+    pause = 0.01
+    while time.monotonic() < deadline:
+        if _lock_now(conn, tables):
+            return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+    conn.execute(text(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE"))
 
 
 def _lock_now(conn: Connection, tables: Sequence[str]) -> bool:
@@ -315,7 +332,6 @@ def rebuild(
 def _rebuild(
     engine: Engine, until: int | None, progress: Callable[[int], None] | None, batch: int, optimistic: bool
 ) -> RebuildReport:
-    import time
 
     t0 = time.perf_counter()
     phases: dict[str, float] = {}
