@@ -320,19 +320,25 @@ def rebuild(
     until: int | None = None,
     progress: Callable[[int], None] | None = None,
     batch: int = 2000,
+    on_phase: Callable[[str], None] | None = None,
 ) -> RebuildReport:
     """Truncate every read model and replay the log (up to ``until``) in one transaction.
 
-    The inline read models are replayed first; the lazy projectors then catch up from zero (timed apart in
-    ``phases``), so the report's digests cover every read model.
+    The inline read models are replayed first (``progress`` gets the events replayed so far); the lazy projectors
+    then catch up from zero (timed apart in ``phases``), so the report's digests cover every read model.
+    ``on_phase`` is told when each later phase starts ("lazy", "digests"): they report no progress of their own.
     """
-    return _optimistically(lambda optimistic: _rebuild(engine, until, progress, batch, optimistic))
+    return _optimistically(lambda optimistic: _rebuild(engine, until, progress, batch, optimistic, on_phase))
 
 
 def _rebuild(
-    engine: Engine, until: int | None, progress: Callable[[int], None] | None, batch: int, optimistic: bool
+    engine: Engine,
+    until: int | None,
+    progress: Callable[[int], None] | None,
+    batch: int,
+    optimistic: bool,
+    on_phase: Callable[[str], None] | None,
 ) -> RebuildReport:
-
     t0 = time.perf_counter()
     phases: dict[str, float] = {}
     with engine.begin() as conn:
@@ -346,9 +352,13 @@ def _rebuild(
         with _indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
             n = _replay(conn, until, progress, batch, optimistic=optimistic)
         phases["inline"] = time.perf_counter() - t0
+        if on_phase is not None:
+            on_phase("lazy")
         t1 = time.perf_counter()
         catch_up(conn, batch=max(batch, 20_000))
         phases["lazy"] = time.perf_counter() - t1
+        if on_phase is not None:
+            on_phase("digests")
         counts, digests = table_digests(conn)
     return RebuildReport(n, time.perf_counter() - t0, counts, digests, phases)
 

@@ -37,7 +37,11 @@ def _replay(args: argparse.Namespace) -> int:
     from projections.runner import rebuild
 
     store = open_store(args)
-    report = rebuild(store.engine, progress=_progress_printer() if not args.json else None)
+    report = rebuild(
+        store.engine,
+        progress=_progress_printer() if not args.json else None,
+        on_phase=_phase_printer if not args.json else None,
+    )
     store.close()
     if args.json:
         print_json(report.as_dict())
@@ -52,6 +56,13 @@ def _replay(args: argparse.Namespace) -> int:
     for table in sorted(report.counts):
         print(f"  {table:<16} {report.counts[table]:>10} rows  md5 {report.digests[table]}")
     return 0
+
+
+_PHASES = {"lazy": "building the search postings", "digests": "digesting every read model"}
+
+
+def _phase_printer(phase: str) -> None:
+    print(f"\n  {_PHASES.get(phase, phase)}...", end="", file=sys.stderr, flush=True)
 
 
 def _progress_printer() -> Any:
