@@ -52,3 +52,16 @@ def test_overlapping_pauses_in_threads_end_when_the_last_one_does() -> None:
     release.set()
     t.join(5)
     assert gc.isenabled()
+
+
+def test_pauses_that_keep_overlapping_still_collect_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    import projections.gcpause as gcpause
+
+    monkeypatch.setattr(gcpause, "COLLECT_EVERY", 0.0)
+    collected: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda *a: collected.append(1) or 0)
+    with gc_paused():
+        with gc_paused():  # an inner block ends while the outer one still holds the pause
+            pass
+        assert collected == [1] and not gc.isenabled()
+    assert gc.isenabled()
