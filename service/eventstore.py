@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -89,6 +89,11 @@ _INSERT_BATCH_CAS = (
     "SELECT substrate_appended((SELECT max(recorded_at) FROM e)), (SELECT array_agg(recorded_at ORDER BY seq) FROM e)"
 )
 _RACED = "SB409"  # substrate_appended's SQLSTATE
+# What a compare-and-set statement returns, read back from the log: found only if its last event landed.
+_LANDED_SQL = (
+    "SELECT max(recorded_at), array_agg(recorded_at ORDER BY seq) FROM events "
+    "WHERE seq > :after AND seq <= :seq AND EXISTS (SELECT 1 FROM events WHERE seq = :seq AND event_id = :event_id)"
+)
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
 # Batches above this size go through COPY instead of one INSERT per row.
 _COPY_THRESHOLD = 64
@@ -118,6 +123,63 @@ class _Hints:
 _HINTS: weakref.WeakKeyDictionary[Engine, _Hints] = weakref.WeakKeyDictionary()
 
 
+class _Kept:
+    """Pooled connections kept checked out in autocommit for the one-statement appends (per engine).
+
+    A pool checkout, its reset on return and the autocommit switches cost ~35 us, as much as a tenth of a put().
+    At most ``_MAX`` are kept (the rest go back to the pool); the engine's dispose() closes them.
+    """
+
+    _MAX = 2
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = weakref.ref(engine)  # _KEPT's values must not keep its keys alive
+        self.free: list[Any] = []
+        event.listen(engine, "engine_disposed", self._drop)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            fairy = self.free.pop()  # list.pop/append are atomic: no lock needed between threads
+        except IndexError:
+            engine = self._engine()
+            assert engine is not None  # only an EventStore holding the engine calls this
+            fairy = engine.raw_connection()
+            fairy.driver_connection.autocommit = True  # type: ignore[union-attr]
+        try:
+            yield fairy.driver_connection  # type: ignore[misc]
+        except psycopg.OperationalError:
+            fairy.invalidate()  # a broken connection must not be reused
+            raise
+        except BaseException:
+            self._give_back(fairy)
+            raise
+        self._give_back(fairy)
+
+    def _give_back(self, fairy: Any) -> None:
+        raw = fairy.driver_connection
+        if raw is None or raw.closed or len(self.free) >= self._MAX:
+            _release(fairy)
+        else:
+            self.free.append(fairy)
+
+    def _drop(self, _engine: Engine) -> None:
+        while self.free:
+            fairy = self.free.pop()
+            fairy.invalidate()  # closes the driver connection now (the pool it came from is gone)
+
+
+def _release(fairy: Any) -> None:
+    """Return a kept connection to the pool, out of autocommit as the pool's other users expect."""
+    raw = fairy.driver_connection
+    if raw is not None and not raw.closed:
+        raw.autocommit = False
+    fairy.close()
+
+
+_KEPT: weakref.WeakKeyDictionary[Engine, _Kept] = weakref.WeakKeyDictionary()
+
+
 class EventStore(EventReader):
     """Appends events in one transaction (chain lock, version check, insert, inline projection) and reads them."""
 
@@ -127,6 +189,10 @@ class EventStore(EventReader):
         if hints is None:
             hints = _HINTS[engine] = _Hints()
         self._hints = hints
+        kept = _KEPT.get(engine)
+        if kept is None:
+            kept = _KEPT[engine] = _Kept(engine)
+        self._kept = kept
 
     def append(
         self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None
@@ -232,13 +298,22 @@ class EventStore(EventReader):
 
     def _compare_and_set(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """Run a compare-and-set append in autocommit: its row, or None when it lost the race (nothing written)."""
-        with _autocommit(self.engine) as raw:
-            try:
-                return _fetch_one(raw, sql, params)
-            except pg_errors.DatabaseError as exc:
-                if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
-                    return None
-                raise
+        try:
+            with self._kept.connection() as raw:
+                try:
+                    return _fetch_one(raw, sql, params)
+                except pg_errors.DatabaseError as exc:
+                    if isinstance(exc, pg_errors.UniqueViolation) or exc.sqlstate == _RACED:
+                        return None
+                    raise
+        except psycopg.OperationalError:
+            # The connection died (a server restart, an idle timeout): the statement may or may not have
+            # committed. The last event's content address says which; if it did not, the caller appends anew.
+            with self.engine.connect() as c:
+                row = c.execute(text(_LANDED_SQL), params).one()
+            if row[0] is None:
+                return None
+            return tuple(row)
 
     def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
         prepared = [(e, *_type_and_data(e)) for e in events]
@@ -345,24 +420,6 @@ def _driver(conn: Connection) -> psycopg.Connection[Any]:
     raw = conn.connection.driver_connection
     assert raw is not None
     return raw  # type: ignore[no-any-return]
-
-
-@contextlib.contextmanager
-def _autocommit(engine: Engine) -> Iterator[psycopg.Connection[Any]]:
-    """A pooled psycopg connection in autocommit for one statement (no SQLAlchemy Connection around it)."""
-    fairy = engine.raw_connection()
-    try:
-        raw = fairy.driver_connection
-        raw.autocommit = True  # type: ignore[union-attr]
-        try:
-            yield raw  # type: ignore[misc]
-        finally:
-            raw.autocommit = False  # type: ignore[union-attr]
-    except psycopg.OperationalError:
-        fairy.invalidate()  # a broken connection must not go back to the pool
-        raise
-    finally:
-        fairy.close()
 
 
 def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> tuple[Any, ...]:

@@ -41,6 +41,67 @@ def test_url_store_sees_the_same_database(store: Substrate) -> None:
     other.close()
 
 
+def _backends(store: Substrate) -> int:
+    with store.engine.connect() as c:
+        return int(c.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")).scalar())
+
+
+def test_closing_a_url_store_closes_every_connection_it_opened(store: Substrate) -> None:
+    before = _backends(store)
+    other = Substrate(url=store.url)
+    for n in range(5):
+        other.add("text", f"kept connection {n}")  # single appends keep a connection checked out between calls
+    assert _backends(store) > before
+    other.close()
+    assert _backends(store) == before
+
+
+def test_an_append_on_a_connection_the_server_killed_lands_once(store: Substrate) -> None:
+    store.add("text", "first")
+    store.add("text", "second")  # single appends now run on a kept connection
+    with store.engine.connect() as c:
+        killed = c.execute(
+            text(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ).scalar()
+    assert killed >= 1
+    time.sleep(0.2)
+    third = store.add("text", "third")
+    assert [i.text for i in store.all()] == ["first", "second", "third"]
+    assert [e.type for e in store.events.read(stream=third)] == ["ItemPut"]
+    assert store.events.head() == 3
+
+
+def test_an_append_whose_reply_was_lost_after_commit_is_not_written_twice(
+    store: Substrate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    import service.eventstore as eventstore
+
+    store.add("text", "first")
+    real = eventstore._fetch_one
+    calls = []
+
+    def commit_then_lose_the_reply(raw, sql, params):  # type: ignore[no-untyped-def]
+        row = real(raw, sql, params)
+        calls.append(sql)
+        if len(calls) == 1:
+            raw.close()
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return row
+
+    monkeypatch.setattr(eventstore, "_fetch_one", commit_then_lose_the_reply)
+    second = store.add("text", "second")
+    monkeypatch.undo()
+    assert len(calls) == 1
+    assert [i.text for i in store.all()] == ["first", "second"]
+    assert len(list(store.events.read(stream=second))) == 1 and store.events.head() == 2
+    assert store.add("text", "third")
+
+
 def test_root_store_persists_across_processes(tmp_path: Path) -> None:
     code = (
         "import sys; from service import Substrate; s = Substrate(root=sys.argv[1]); "
