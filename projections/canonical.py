@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from builtins import type as builtins_type
 from typing import Any
 
 import orjson
@@ -69,16 +70,19 @@ def event_address(
     *, stream: str, version: int, type: str, data: Any, principal: str, scope: str | None, prev: str | None
 ) -> str:
     """``sha256:<hex>`` of the canonical JSON of the event and its predecessor's address."""
-    body = {
-        "stream": stream,
-        "version": version,
-        "type": type,
-        "data": data,
-        "principal": principal,
-        "scope": scope,
-        "prev": prev,
-    }
-    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
+    # "data" sorts before every other key, so the body's canonical JSON is data's, then the rest's: an item a
+    # projector digests next (an event carrying {"item": ...}) is serialized once, and its digest memoized.
+    rest = canonical_json(
+        {"prev": prev, "principal": principal, "scope": scope, "stream": stream, "type": type, "version": version}
+    )
+    item = data.get("item") if builtins_type(data) is dict and len(data) == 1 else None
+    if builtins_type(item) is dict:
+        item_json = canonical_json(item)
+        _remember(item, "sha256:" + hashlib.sha256(item_json).hexdigest())
+        data_json = b'{"item":' + item_json + b"}"
+    else:
+        data_json = canonical_json(data)
+    return "sha256:" + hashlib.sha256(b'{"data":' + data_json + b"," + rest[1:]).hexdigest()
 
 
 def item_digest(item_json: dict[str, Any]) -> str:
@@ -100,10 +104,14 @@ def event_item_digest(item_json: dict[str, Any]) -> str:
     if hit is not None and hit[0] is item_json:
         return hit[1]
     digest = item_digest(item_json)
+    _remember(item_json, digest)
+    return digest
+
+
+def _remember(item_json: dict[str, Any], digest: str) -> None:
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
     _MEMO[id(item_json)] = (item_json, digest)
-    return digest
 
 
 def clear_digest_memo() -> None:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.canonical import canonical_json, reference_canonical_json
+from projections.canonical import (
+    canonical_json,
+    event_address,
+    event_item_digest,
+    item_digest,
+    reference_canonical_json,
+)
 from projections.jsonutil import loads
 
 _scalars = (
@@ -36,6 +43,32 @@ def _outcome(fn: Any, value: Any) -> Any:
 
 def _normalized(outcome: Any) -> Any:
     return "unencodable" if outcome in ("unencodable", "JSONEncodeError") else outcome
+
+
+_text = st.text(max_size=12)
+
+
+@settings(max_examples=400)
+@given(
+    _json | st.dictionaries(st.just("item"), st.dictionaries(st.text(max_size=8), _json, max_size=5), min_size=1),
+    _text,
+    st.integers(min_value=1, max_value=2**40),
+    _text,
+    st.none() | _text,
+    st.none() | _text,
+)
+def test_event_address_is_the_hash_of_the_reference_canonical_body(
+    data: Any, stream: str, version: int, principal: str, scope: str | None, prev: str | None
+) -> None:
+    body = {"stream": stream, "version": version, "type": "T", "data": data, "principal": principal, "scope": scope}
+    body["prev"] = prev
+    try:
+        expected = "sha256:" + hashlib.sha256(reference_canonical_json(body)).hexdigest()
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return  # not storable (normalize_json refuses it before any address is taken)
+    assert event_address(**body) == expected  # type: ignore[arg-type]
+    if isinstance(data, dict) and isinstance(data.get("item"), dict) and len(data) == 1:
+        assert event_item_digest(data["item"]) == item_digest(data["item"])  # the memo the address fills
 
 
 @settings(max_examples=600)
