@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from projections.gcpause import gc_paused
+from projections.bulkwork import bulk_work
 from projections.jsonutil import loads
 from projections.pipeline import LogReader, PlanWriter
 from projections.registry import (
@@ -190,7 +190,7 @@ def _replay(
     if until is not None:
         bound = min(bound, int(until))
     sql = f"SELECT {_COLUMNS} FROM public.events WHERE seq <= %(bound)s ORDER BY seq"
-    with gc_paused():
+    with bulk_work():
         return _pipelined(conn, sql, bound, progress, batch, lazy, optimistic)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from projections import loads
-from projections.gcpause import gc_paused
+from projections.bulkwork import bulk_work
 from service.bulk_append import BulkAppender
 from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
@@ -152,7 +152,7 @@ class Substrate:
         pending: list[NewEvent] = []
         appender = BulkAppender(self.events, self.principal, self._wrote)
         try:
-            with gc_paused():  # thousands of short-lived dicts per chunk (projections.gcpause)
+            with bulk_work():  # no collector passes, quick hand-offs to the writer (projections.bulkwork)
                 for item in items:
                     data = self._prepare(item, secret_policy)
                     pending.append(

@@ -1,35 +1,46 @@
-"""The collector pause of bulk work: nested and concurrent users share it, and it always ends."""
+"""The settings of bulk work (collector paused, short switch interval): users share them, and they always end."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 
 import pytest
 
-from projections.gcpause import gc_paused
+from projections.bulkwork import bulk_work
 
 
 def test_nested_pauses_end_with_the_outermost() -> None:
     assert gc.isenabled()
-    with gc_paused():
+    with bulk_work():
         assert not gc.isenabled()
-        with gc_paused():
+        with bulk_work():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the outer block is still running
     assert gc.isenabled()
 
 
+def test_the_switch_interval_is_short_inside_and_restored_after() -> None:
+    before = sys.getswitchinterval()
+    with bulk_work():
+        assert sys.getswitchinterval() <= 0.0005
+        with bulk_work():
+            assert sys.getswitchinterval() <= 0.0005
+        assert sys.getswitchinterval() <= 0.0005
+    assert sys.getswitchinterval() == before
+
+
 def test_an_error_ends_the_pause() -> None:
-    with pytest.raises(RuntimeError), gc_paused():
+    with pytest.raises(RuntimeError), bulk_work():
         raise RuntimeError("bulk work failed")
-    assert gc.isenabled()
+    assert gc.isenabled() and sys.getswitchinterval() == 0.005
 
 
 def test_a_collector_the_caller_turned_off_stays_off() -> None:
     gc.disable()
     try:
-        with gc_paused():
+        with bulk_work():
             pass
         assert not gc.isenabled()
     finally:
@@ -40,12 +51,12 @@ def test_overlapping_pauses_in_threads_end_when_the_last_one_does() -> None:
     inside, release = threading.Event(), threading.Event()
 
     def other() -> None:
-        with gc_paused():
+        with bulk_work():
             inside.set()
             release.wait(5)
 
     t = threading.Thread(target=other)
-    with gc_paused():
+    with bulk_work():
         t.start()
         inside.wait(5)
     assert not gc.isenabled()  # the thread's pause is still on
@@ -55,13 +66,13 @@ def test_overlapping_pauses_in_threads_end_when_the_last_one_does() -> None:
 
 
 def test_pauses_that_keep_overlapping_still_collect_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
-    import projections.gcpause as gcpause
+    import projections.bulkwork as bulkwork
 
-    monkeypatch.setattr(gcpause, "COLLECT_EVERY", 0.0)
+    monkeypatch.setattr(bulkwork, "COLLECT_EVERY", 0.0)
     collected: list[int] = []
     monkeypatch.setattr(gc, "collect", lambda *a: collected.append(1) or 0)
-    with gc_paused():
-        with gc_paused():  # an inner block ends while the outer one still holds the pause
+    with bulk_work():
+        with bulk_work():  # an inner block ends while the outer one still holds the pause
             pass
         assert collected == [1] and not gc.isenabled()
     assert gc.isenabled()
