@@ -72,7 +72,7 @@ def event_address(
     """``sha256:<hex>`` of the canonical JSON of the event and its predecessor's address."""
     # "data" sorts before every other key, so the body's canonical JSON is data's, then the rest's: an item a
     # projector digests next (an event carrying {"item": ...}) is serialized once, and its digest memoized.
-    rest = canonical_json(
+    rest = _canonical_scalars(
         {"prev": prev, "principal": principal, "scope": scope, "stream": stream, "type": type, "version": version}
     )
     item = data.get("item") if builtins_type(data) is dict and len(data) == 1 else None
@@ -83,6 +83,14 @@ def event_address(
     else:
         data_json = canonical_json(data)
     return "sha256:" + hashlib.sha256(b'{"data":' + data_json + b"," + rest[1:]).hexdigest()
+
+
+def _canonical_scalars(value: dict[str, Any]) -> bytes:
+    """``canonical_json`` of a dict of strings, ints and None (no float: orjson writes them as the stdlib does)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # ints beyond 64 bits, lone surrogates
+        return reference_canonical_json(value)
 
 
 def item_digest(item_json: dict[str, Any]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -49,12 +51,17 @@ class DomainEvent:
 
     def to_data(self) -> dict[str, Any]:
         # Shallow on purpose: the appender normalizes (and so deep-copies) the data right after.
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return {name: getattr(self, name) for name in _field_names(type(self))}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> DomainEvent:
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@functools.cache
+def _field_names(cls: type[DomainEvent]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
 
 
 # Item-changing events carry the resulting item state ("item"), so projections stay pure folds.
