@@ -70,6 +70,7 @@ class BulkAppender:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-append")
+        assert batch.stamped is not None  # stamped along with its statement
         self._inflight = (batch, self._pool.submit(self.store.insert_stamped, batch.stamped, batch.statement))
 
     def finish(self) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import math
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -59,9 +57,14 @@ class DomainEvent:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-@functools.cache
+_FIELD_NAMES: dict[type[DomainEvent], tuple[str, ...]] = {}
+
+
 def _field_names(cls: type[DomainEvent]) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    return names
 
 
 # Item-changing events carry the resulting item state ("item"), so projections stay pure folds.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -46,7 +46,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if owned:
-            app.state.store = await run_in_threadpool(store)  # type: ignore[operator]
+            app.state.store = await run_in_threadpool(cast("Callable[[], Substrate]", store))
         app.state.views = AsOfViews(app.state.store, size=as_of_cache)
         runner = BackgroundRunner(app.state.store, interval=background).start() if background else None
         try:

@@ -102,7 +102,9 @@ async def ingest(
     src = _SOURCE_PREFIX + label
     if os.path.exists(src):
         raise ProblemError(422, f"source {label!r} is not usable as a label")
-    receipt, failed, batch = IngestReceipt(), [], []
+    receipt = IngestReceipt()
+    failed: list[dict[str, Any]] = []
+    batch: list[tuple[int, bytes]] = []
     pending, line, skipping = b"", 0, False
 
     async def flush() -> None:

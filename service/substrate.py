@@ -347,7 +347,8 @@ def _item_filters(
     *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
 ) -> tuple[list[str], dict[str, Any]]:
     """The WHERE terms (always at least one) and parameters of an items listing filtered in SQL."""
-    where, params = ["TRUE"], {}
+    where: list[str] = ["TRUE"]
+    params: dict[str, Any] = {}
     if kind is not None:
         where.append("kind = :kind")
         params["kind"] = kind

@@ -162,12 +162,13 @@ def _clear(conn: Connection, did: int) -> None:
 
 def _corpus(conn: Connection, scope: str | None, since: int | None = None) -> list[Any]:
     sql = _CORPUS.format(scope=_SCOPE if scope is not None else "", pending=_PENDING if since is not None else "")
-    return conn.execute(text(sql), {"scope": scope, "since": since}).all()
+    return list(conn.execute(text(sql), {"scope": scope, "since": since}).all())
 
 
 def _cursor(conn: Connection) -> Any:
     """A raw psycopg cursor whose adapters (only) know pgvector's binary format."""
     raw = conn.connection.driver_connection
+    assert raw is not None
     cur = raw.cursor()
     register_vector_info(cur, TypeInfo.fetch(raw, "vector"))
     return cur

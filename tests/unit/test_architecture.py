@@ -15,3 +15,20 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_import_contracts_are_kept() -> None:
     result = subprocess.run(["lint-imports"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("mypy") is None, reason="mypy is a dev dependency")
+def test_the_packages_type_check(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["mypy", "--cache-dir", str(tmp_path / "mypy"), "service", "projections"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is a dev dependency")
+def test_the_code_passes_the_linter() -> None:
+    result = subprocess.run(["ruff", "check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:]
