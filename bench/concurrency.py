@@ -67,13 +67,15 @@ def _worker(store: Any, t: int, ids: list[str], deadline: float, seed: int, tall
         k += 1
         tally.note("attempted")
         marker = f"t{t}-{k}"
-        op = rng.choice(["put", "put", "update", "update", "update", "remove", "publish", "space_publish",
-                         "assimilate"])
+        op = rng.choice(
+            ["put", "put", "update", "update", "update", "remove", "publish", "space_publish", "assimilate"]
+        )
         target = rng.choice(ids)
         try:
             if op == "put":
-                store.put(SubstrateItem(kind="text", id=target, scope=TEAM, text=f"put {marker}",
-                                        payload={"op": marker}))
+                store.put(
+                    SubstrateItem(kind="text", id=target, scope=TEAM, text=f"put {marker}", payload={"op": marker})
+                )
                 tally.ack(op, {target: 1}, marker)
             elif op == "update":
                 store.update(target, payload={"op": marker}, tags=[marker])
@@ -91,8 +93,10 @@ def _worker(store: Any, t: int, ids: list[str], deadline: float, seed: int, tall
                     done = space.publish(chosen)
                 tally.ack(op, {i: 1 for i in done})
             else:
-                evidence = [{"tier": "model_assertion", "source_id": rng.choice(ids), "direction": rng.choice("+-")}
-                            for _ in range(rng.randint(1, 3))]
+                evidence = [
+                    {"tier": "model_assertion", "source_id": rng.choice(ids), "direction": rng.choice("+-")}
+                    for _ in range(rng.randint(1, 3))
+                ]
                 belief = assimilate(store, rng.choice(CLAIMS), evidence, scope=TEAM)
                 tally.ack(op, {belief.id: len(evidence)})
         except KeyError:
@@ -106,8 +110,9 @@ def _worker(store: Any, t: int, ids: list[str], deadline: float, seed: int, tall
             tally.note(f"error_{type(exc).__name__}", f"{op}: {type(exc).__name__}: {exc}")
 
 
-def run_mixed(store: Any, *, threads: int = 8, seconds: float = 3.0, items: int = 6, seed: int = 1,
-              join_timeout: float = 120.0) -> dict[str, Any]:
+def run_mixed(
+    store: Any, *, threads: int = 8, seconds: float = 3.0, items: int = 6, seed: int = 1, join_timeout: float = 120.0
+) -> dict[str, Any]:
     """Run the mixed workload on ``store`` and check the log against what the threads were told."""
     from service import SubstrateItem
     from service.audit import verify_store
@@ -120,8 +125,10 @@ def run_mixed(store: Any, *, threads: int = 8, seconds: float = 3.0, items: int 
     head0 = store.events.head()
     t0 = time.monotonic()
     deadline = t0 + seconds
-    pool = [threading.Thread(target=_worker, args=(store, t, ids, deadline, seed, tally), daemon=True)
-            for t in range(threads)]
+    pool = [
+        threading.Thread(target=_worker, args=(store, t, ids, deadline, seed, tally), daemon=True)
+        for t in range(threads)
+    ]
     for th in pool:
         th.start()
     for th in pool:
@@ -130,20 +137,28 @@ def run_mixed(store: Any, *, threads: int = 8, seconds: float = 3.0, items: int 
     hung = sum(th.is_alive() for th in pool)
     versions = {s: store.events.stream_version(s) for s in tally.appends}
     lost = {s: (versions[s], n) for s, n in tally.appends.items() if versions[s] != n}
-    logged = {e.data["item"]["payload"].get("op") for e in store.events.read(since=head0, types=["ItemPut",
-                                                                                           "ItemUpdated"])}
+    logged = {
+        e.data["item"]["payload"].get("op") for e in store.events.read(since=head0, types=["ItemPut", "ItemUpdated"])
+    }
     logged.discard(None)
     audit = verify_store(store)
     appended = store.events.head() - head0
     return {
-        "threads": threads, "seconds": round(elapsed, 2), "hung_threads": hung,
-        "operations": sum(tally.ops.values()) - tally.ops["seed"], "by_op": dict(tally.ops),
-        "outcomes": dict(tally.outcomes), "events_appended": appended,
+        "threads": threads,
+        "seconds": round(elapsed, 2),
+        "hung_threads": hung,
+        "operations": sum(tally.ops.values()) - tally.ops["seed"],
+        "by_op": dict(tally.ops),
+        "outcomes": dict(tally.outcomes),
+        "events_appended": appended,
         "events_acknowledged": sum(tally.appends.values()) - items,
-        "streams": len(versions), "lost_or_extra": lost,
+        "streams": len(versions),
+        "lost_or_extra": lost,
         "markers_acked_not_logged": sorted(tally.markers - logged)[:10],
         "markers_logged_not_acked": sorted(logged - tally.markers)[:10],
-        "errors": tally.errors[:20], "verify_ok": audit.ok, "ops_per_second": round(appended / elapsed, 1),
+        "errors": tally.errors[:20],
+        "verify_ok": audit.ok,
+        "ops_per_second": round(appended / elapsed, 1),
     }
 
 

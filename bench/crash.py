@@ -82,7 +82,7 @@ def check_store(store: Any, ops: dict[str, Op]) -> dict[str, Any]:
             continue
         present = 0
         for start in range(0, len(ids), 2000):
-            present += len(store.get_many(ids[start:start + 2000]))
+            present += len(store.get_many(ids[start : start + 2000]))
         if present not in (0, len(ids)):
             half.append(f"{op.tag}: {present}/{len(ids)}")
         if op.acked:
@@ -94,10 +94,19 @@ def check_store(store: Any, ops: dict[str, Op]) -> dict[str, Any]:
     counter = _check_counter(store, ops)
     ok = audit.ok and not missing and not half and counter["ok"]
     return {
-        "ok": ok, "events": audit.events, "chain_ok": audit.first_bad_seq is None,
-        "first_bad_seq": audit.first_bad_seq, "reason": audit.reason, "read_models_match": audit.ok,
-        "ops": len(ops), "acked_ops": sum(o.acked for o in ops.values()), "acked_items": acked_items,
-        "committed_unacked": committed_unacked, "missing_acked": missing, "half_applied": half, "counter": counter,
+        "ok": ok,
+        "events": audit.events,
+        "chain_ok": audit.first_bad_seq is None,
+        "first_bad_seq": audit.first_bad_seq,
+        "reason": audit.reason,
+        "read_models_match": audit.ok,
+        "ops": len(ops),
+        "acked_ops": sum(o.acked for o in ops.values()),
+        "acked_items": acked_items,
+        "committed_unacked": committed_unacked,
+        "missing_acked": missing,
+        "half_applied": half,
+        "counter": counter,
     }
 
 
@@ -131,15 +140,21 @@ def writer(root: str, round_no: int, seed: int, journal: Path) -> None:
         print(f"ACK {tag}", flush=True)
 
     if store.get(COUNTER) is None:
-        call("put", COUNTER, 1, lambda: store.put(SubstrateItem(kind="record", id=COUNTER, scope=SCOPE,
-                                                                payload={"n": 0})))
+        call(
+            "put",
+            COUNTER,
+            1,
+            lambda: store.put(SubstrateItem(kind="record", id=COUNTER, scope=SCOPE, payload={"n": 0})),
+        )
     value = store.get(COUNTER).payload["n"]  # type: ignore[union-attr]
     for k in range(10**9):
         roll, tag = rng.random(), f"r{round_no}-{k}"
         if roll < 0.35:
             n = rng.randint(50, MAX_BULK)
-            items = [SubstrateItem(kind="text", id=f"{tag}-{j}", scope=SCOPE, text=f"bulk {tag} row {j}",
-                                   payload={"j": j}) for j in range(n)]
+            items = [
+                SubstrateItem(kind="text", id=f"{tag}-{j}", scope=SCOPE, text=f"bulk {tag} row {j}", payload={"j": j})
+                for j in range(n)
+            ]
             call("bulk", tag, n, lambda items=items: store.put_many(items))
         elif roll < 0.55:
             n = rng.randint(20, MAX_INGEST)
@@ -151,8 +166,12 @@ def writer(root: str, round_no: int, seed: int, journal: Path) -> None:
 
             call("ingest", tag, n, ingest)
         elif roll < 0.85:
-            call("put", tag, 1, lambda tag=tag: store.put(SubstrateItem(kind="text", id=tag, scope=SCOPE,
-                                                                        text=f"single {tag}")))
+            call(
+                "put",
+                tag,
+                1,
+                lambda tag=tag: store.put(SubstrateItem(kind="text", id=tag, scope=SCOPE, text=f"single {tag}")),
+            )
         else:
             value += 1
             call("update", f"u{value}", value, lambda v=value: store.update(COUNTER, payload={"n": v}))
@@ -220,16 +239,41 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_round(root: str | Path, number: int, ops: dict[str, Op], journal: Path, *, rng: random.Random,
-              kill: str = "writer", max_wait: float = 1.5, timeout: float = 180.0) -> Round:
+def run_round(
+    root: str | Path,
+    number: int,
+    ops: dict[str, Op],
+    journal: Path,
+    *,
+    rng: random.Random,
+    kill: str = "writer",
+    max_wait: float = 1.5,
+    timeout: float = 180.0,
+) -> Round:
     """Start a writer, let it write for a random time, then SIGKILL it (or its postmaster); fold its ACKs into ops."""
     save_journal(journal, ops)
     t0 = time.monotonic()
     err = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.crash", "writer", "--root", str(root), "--round", str(number),
-         "--seed", str(rng.randrange(2**31)), "--journal", str(journal)],
-        stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=_env(), text=True,
+        [
+            sys.executable,
+            "-m",
+            "bench.crash",
+            "writer",
+            "--root",
+            str(root),
+            "--round",
+            str(number),
+            "--seed",
+            str(rng.randrange(2**31)),
+            "--journal",
+            str(journal),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        cwd=REPO,
+        env=_env(),
+        text=True,
     )
     lines: list[str] = []
     first_ack = threading.Event()
@@ -272,8 +316,14 @@ def run_round(root: str | Path, number: int, ops: dict[str, Op], journal: Path, 
     check = next((json.loads(line[6:]) for line in lines if line.startswith("CHECK ")), None)
     if check is None:
         raise RuntimeError(f"writer printed no check; stderr:\n{stderr[-3000:]}")
-    result = Round(number, kill, check, stderr=stderr, seconds=time.monotonic() - t0,
-                   recovery_reported="unclean shutdown" in stderr.lower())
+    result = Round(
+        number,
+        kill,
+        check,
+        stderr=stderr,
+        seconds=time.monotonic() - t0,
+        recovery_reported="unclean shutdown" in stderr.lower(),
+    )
     for line in lines:
         parts = line.split()
         if parts[0] == "BEGIN":
@@ -320,9 +370,11 @@ def _drive(args: argparse.Namespace) -> int:
                 rounds[-1].extra["next_open_reported_recovery"] = r.recovery_reported
             rounds.append(r)
             status = "ok" if r.check["ok"] else "FAILED"
-            print(f"round {n:3d} ({r.kill:10s}) open-check {status}: events={r.check['events']} "
-                  f"acked_items={r.check['acked_items']} begun={r.begun} acked={r.acked} ({r.seconds:.1f}s)",
-                  flush=True)
+            print(
+                f"round {n:3d} ({r.kill:10s}) open-check {status}: events={r.check['events']} "
+                f"acked_items={r.check['acked_items']} begun={r.begun} acked={r.acked} ({r.seconds:.1f}s)",
+                flush=True,
+            )
             if not r.check["ok"]:
                 print(json.dumps(r.check, indent=2))
                 return 1
@@ -332,12 +384,19 @@ def _drive(args: argparse.Namespace) -> int:
     pg = [r for r in killed if r.kill == "postmaster"]
     final = rounds[-1].check
     summary = {
-        "rounds": len(killed), "writer_kills": len(killed) - len(pg), "postmaster_kills": len(pg),
+        "rounds": len(killed),
+        "writer_kills": len(killed) - len(pg),
+        "postmaster_kills": len(pg),
         "recoveries_reported": sum(bool(r.extra.get("next_open_reported_recovery")) for r in pg),
-        "checks_passed": sum(r.check["ok"] for r in rounds), "events": final["events"], "ops": final["ops"],
-        "acked_ops": final["acked_ops"], "acked_items_checked": final["acked_items"],
-        "committed_unacked_ops": final["committed_unacked"], "half_applied": len(final["half_applied"]),
-        "missing_acked": len(final["missing_acked"]), "counter_updates": final["counter"]["updates_in_log"],
+        "checks_passed": sum(r.check["ok"] for r in rounds),
+        "events": final["events"],
+        "ops": final["ops"],
+        "acked_ops": final["acked_ops"],
+        "acked_items_checked": final["acked_items"],
+        "committed_unacked_ops": final["committed_unacked"],
+        "half_applied": len(final["half_applied"]),
+        "missing_acked": len(final["missing_acked"]),
+        "counter_updates": final["counter"]["updates_in_log"],
         "seconds": round(time.monotonic() - t0, 1),
     }
     print(json.dumps(summary, indent=2))

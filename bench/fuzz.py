@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 PROBE = "zqxj"  # in every SQL probe: if it ever shows up in a statement's text, a value was interpolated
 SQL_PROBES = [
     f"{PROBE}'); DROP TABLE items; --",
-    f"{PROBE}\" OR 1=1 --",
+    f'{PROBE}" OR 1=1 --',
     f"{PROBE}'; SELECT pg_sleep(5); --",
     f"{PROBE}$$; DROP TABLE events; $$",
     f"{PROBE} %s %(id)s :id $1 ? {{0}} \\",
@@ -36,22 +36,52 @@ SQL_PROBES = [
     f"{PROBE}*/ /*",
 ]
 NASTY = [
-    "", " ", "\t\n", "\x00", "a\x00b", "\ud800", "x\udfffy", "'", "\"", "\\", "%", "null", "NaN", "{}", "[]",
-    "\u202eabc", "\u2028line\u2029sep\x85", "🙂" * 50, "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﷺ", "e\u0301\u0301\u0301", "\ufeffbom",
-    "a" * 100_000, *SQL_PROBES,
+    "",
+    " ",
+    "\t\n",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udfffy",
+    "'",
+    '"',
+    "\\",
+    "%",
+    "null",
+    "NaN",
+    "{}",
+    "[]",
+    "\u202eabc",
+    "\u2028line\u2029sep\x85",
+    "🙂" * 50,
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﷺ",
+    "e\u0301\u0301\u0301",
+    "\ufeffbom",
+    "a" * 100_000,
+    *SQL_PROBES,
 ]
 KINDS = ("text", "record", "image", "signal", "graph", "field", "event_stream", "artifact", "trace", "context")
 
 # Plain unicode most of the time; every category (lone surrogates, NUL, controls) and the nasty list the rest.
-any_text = st.integers(0, 3).flatmap(lambda n: st.text(max_size=40) if n < 2 else st.sampled_from(NASTY) if n == 2
-                                     else st.text(st.characters(exclude_categories=()), max_size=40))
+any_text = st.integers(0, 3).flatmap(
+    lambda n: (
+        st.text(max_size=40)
+        if n < 2
+        else st.sampled_from(NASTY)
+        if n == 2
+        else st.text(st.characters(exclude_categories=()), max_size=40)
+    )
+)
 # Until the library's NUL-in-a-read-key bug is fixed (see test_bad_input.py), library read keys skip NUL.
 key_text = any_text.map(lambda s: s.replace("\x00", ""))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                    st.floats(allow_nan=True, allow_infinity=True), any_text)
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                            st.dictionaries(any_text, inner, max_size=4)),
-                           max_leaves=12)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True), any_text
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(any_text, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def _field(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -75,7 +105,9 @@ ITEM_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "created_at": _field(st.floats(-1e12, 1e12)),
 }
 item_dicts = st.one_of(
-    st.fixed_dictionaries({"kind": ITEM_FIELDS["kind"]}, optional={k: v for k, v in ITEM_FIELDS.items() if k != "kind"}),
+    st.fixed_dictionaries(
+        {"kind": ITEM_FIELDS["kind"]}, optional={k: v for k, v in ITEM_FIELDS.items() if k != "kind"}
+    ),
     st.fixed_dictionaries({}, optional={**ITEM_FIELDS, "junk": json_values}),
 )
 
@@ -106,8 +138,17 @@ def prop_from_json(store: Any, d: Any) -> str:
 snapshot_rows = st.one_of(
     st.binary(max_size=60),
     item_dicts.map(lambda d: json.dumps(d, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")),
-    st.sampled_from([b'{"kind": "text"}', b'{"kind": "text", "id": "dup"}', b"", b"   ", b"\xef\xbb\xbf{}",
-                     b'{"kind": "text", "text": "\\u2028"}', b'{"kind": "text", "id": "dup", "text": "2"}']),
+    st.sampled_from(
+        [
+            b'{"kind": "text"}',
+            b'{"kind": "text", "id": "dup"}',
+            b"",
+            b"   ",
+            b"\xef\xbb\xbf{}",
+            b'{"kind": "text", "text": "\\u2028"}',
+            b'{"kind": "text", "id": "dup", "text": "2"}',
+        ]
+    ),
 )
 
 
@@ -125,10 +166,16 @@ def prop_load(store: Any, root: Path, rows: list[bytes]) -> str:
 
 
 # ----------------------------------------------------------------- ingest_*
-ingest_values = st.lists(st.one_of(json_values, st.builds(set), st.binary(max_size=5), st.just(float("nan")),
-                                   st.fixed_dictionaries({"text": any_text}, optional={"tags": json_values,
-                                                                                       "payload": json_values})),
-                         max_size=8)
+ingest_values = st.lists(
+    st.one_of(
+        json_values,
+        st.builds(set),
+        st.binary(max_size=5),
+        st.just(float("nan")),
+        st.fixed_dictionaries({"text": any_text}, optional={"tags": json_values, "payload": json_values}),
+    ),
+    max_size=8,
+)
 
 
 def prop_ingest_values(store: Any, fn: str, values: list[Any]) -> str:
@@ -145,13 +192,25 @@ def prop_ingest_values(store: Any, fn: str, values: list[Any]) -> str:
     return "all ingested" if not receipt.failed else "some failed"
 
 
-file_lines = st.lists(st.one_of(
-    st.binary(max_size=40),
-    any_text.map(lambda s: s.encode("utf-8", "surrogatepass")),
-    json_values.map(lambda v: json.dumps(v, allow_nan=True, ensure_ascii=False).encode("utf-8", "surrogatepass")),
-    st.sampled_from([b"a,b,c", b'"x,y",2,3', b'"unterminated', b'{"input": "q", "answer": "a"}',
-                     b'{"input": null}', b"\xff\xfe\x00", b'{"text": "t", "tags": "notalist"}']),
-), max_size=8)
+file_lines = st.lists(
+    st.one_of(
+        st.binary(max_size=40),
+        any_text.map(lambda s: s.encode("utf-8", "surrogatepass")),
+        json_values.map(lambda v: json.dumps(v, allow_nan=True, ensure_ascii=False).encode("utf-8", "surrogatepass")),
+        st.sampled_from(
+            [
+                b"a,b,c",
+                b'"x,y",2,3',
+                b'"unterminated',
+                b'{"input": "q", "answer": "a"}',
+                b'{"input": null}',
+                b"\xff\xfe\x00",
+                b'{"text": "t", "tags": "notalist"}',
+            ]
+        ),
+    ),
+    max_size=8,
+)
 
 
 def prop_ingest_file(store: Any, directory: Path, fmt: str, lines: list[bytes]) -> str:
@@ -190,36 +249,77 @@ def prop_search(store: Any, query: Any, k: Any, kind: Any, scope: Any) -> str:
 ROUTE_FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "/v1/items": {k: v for k, v in ITEM_FIELDS.items() if k not in ("id", "created_at")}
     | {"secret_policy": _field(st.sampled_from(["redact", "reject"]))},
-    "/v1/search": {"query": _field(any_text), "k": _field(st.integers(-2, 2000)), "kind": _field(st.sampled_from(KINDS)),
-                   "scope": _field(any_text)},
-    "/v1/retrieve": {"query": _field(any_text), "k": _field(st.integers(-2, 50)), "diversify": json_values,
-                     "kinds": _field(st.lists(st.sampled_from(KINDS), max_size=3)),
-                     "weights": _field(st.dictionaries(st.sampled_from(KINDS), st.floats(), max_size=2))},
-    "/v1/context": {"task": _field(any_text), "max_chars": _field(st.integers(-5, 5000)),
-                    "max_items": _field(st.integers(-1, 30)), "shape": _field(st.sampled_from(["passages", "brief",
-                                                                                             "features"])),
-                    "compress": json_values},
-    "/v1/ask": {"question": _field(any_text), "k": _field(st.integers(0, 120)), "hops": _field(st.integers(0, 6)),
-                "min_confidence": _field(st.floats())},
-    "/v1/publish": {"ids": _field(st.lists(any_text, max_size=3)), "to": _field(any_text),
-                    "from_scope": _field(any_text)},
-    "/v1/merge": {"keep": _field(any_text), "other": _field(any_text), "prefer": _field(st.sampled_from(["latest",
-                                                                                                      "keep"])),
-                  "confirm": json_values},
+    "/v1/search": {
+        "query": _field(any_text),
+        "k": _field(st.integers(-2, 2000)),
+        "kind": _field(st.sampled_from(KINDS)),
+        "scope": _field(any_text),
+    },
+    "/v1/retrieve": {
+        "query": _field(any_text),
+        "k": _field(st.integers(-2, 50)),
+        "diversify": json_values,
+        "kinds": _field(st.lists(st.sampled_from(KINDS), max_size=3)),
+        "weights": _field(st.dictionaries(st.sampled_from(KINDS), st.floats(), max_size=2)),
+    },
+    "/v1/context": {
+        "task": _field(any_text),
+        "max_chars": _field(st.integers(-5, 5000)),
+        "max_items": _field(st.integers(-1, 30)),
+        "shape": _field(st.sampled_from(["passages", "brief", "features"])),
+        "compress": json_values,
+    },
+    "/v1/ask": {
+        "question": _field(any_text),
+        "k": _field(st.integers(0, 120)),
+        "hops": _field(st.integers(0, 6)),
+        "min_confidence": _field(st.floats()),
+    },
+    "/v1/publish": {
+        "ids": _field(st.lists(any_text, max_size=3)),
+        "to": _field(any_text),
+        "from_scope": _field(any_text),
+    },
+    "/v1/merge": {
+        "keep": _field(any_text),
+        "other": _field(any_text),
+        "prefer": _field(st.sampled_from(["latest", "keep"])),
+        "confirm": json_values,
+    },
     "/v1/proposals": {"ids": _field(st.lists(any_text, max_size=3)), "to": _field(any_text)},
     "/v1/beliefs/assimilate": {
-        "claim": _field(any_text), "scope": _field(any_text),
-        "evidence": _field(st.lists(st.fixed_dictionaries({}, optional={
-            "source_id": _field(any_text), "tier": _field(st.sampled_from(["model_assertion", "executable",
-                                                                          "real_measurement"])),
-            "direction": _field(st.sampled_from(["+", "-"])), "weight": _field(st.floats()),
-            "time": _field(st.floats())}), max_size=3))},
+        "claim": _field(any_text),
+        "scope": _field(any_text),
+        "evidence": _field(
+            st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "source_id": _field(any_text),
+                        "tier": _field(st.sampled_from(["model_assertion", "executable", "real_measurement"])),
+                        "direction": _field(st.sampled_from(["+", "-"])),
+                        "weight": _field(st.floats()),
+                        "time": _field(st.floats()),
+                    },
+                ),
+                max_size=3,
+            )
+        ),
+    },
 }
 
 
-REQUIRED = {"/v1/items": ["kind"], "/v1/search": ["query"], "/v1/retrieve": ["query"], "/v1/context": ["task"],
-            "/v1/ask": ["question"], "/v1/publish": ["ids"], "/v1/merge": ["keep", "other"],
-            "/v1/proposals": ["ids", "to"], "/v1/beliefs/assimilate": ["claim", "evidence"]}
+REQUIRED = {
+    "/v1/items": ["kind"],
+    "/v1/search": ["query"],
+    "/v1/retrieve": ["query"],
+    "/v1/context": ["task"],
+    "/v1/ask": ["question"],
+    "/v1/publish": ["ids"],
+    "/v1/merge": ["keep", "other"],
+    "/v1/proposals": ["ids", "to"],
+    "/v1/beliefs/assimilate": ["claim", "evidence"],
+}
 
 
 def http_bodies(route: str) -> st.SearchStrategy[bytes]:
@@ -270,11 +370,13 @@ def _count(prop: Callable[..., str], outcomes: Counter[str]) -> Callable[..., No
             outcomes[f"VIOLATION: {str(exc)[:160]}"] += 1
         except Exception as exc:  # noqa: BLE001 - counted as a finding, the run goes on
             outcomes[f"UNEXPECTED {type(exc).__name__}: {str(exc)[:120]}"] += 1
+
     return run
 
 
-def _run(name: str, strategy: st.SearchStrategy[Any], call: Callable[[Any], None], examples: int,
-         report: dict[str, Any]) -> None:
+def _run(
+    name: str, strategy: st.SearchStrategy[Any], call: Callable[[Any], None], examples: int, report: dict[str, Any]
+) -> None:
     t0 = time.perf_counter()
     n = [0]
 
@@ -308,51 +410,126 @@ def main(argv: list[str] | None = None) -> int:
         return outcomes.setdefault(name, Counter())
 
     with Substrate() as store:
-        store.put_many([SubstrateItem(kind="text", text=f"seed passage {i} about budgets", scope=s)
-                        for i in range(20) for s in ("fuzz", "local")])
-        _run("from_json+put", item_dicts, _count(lambda d: prop_from_json(store, d), target("from_json+put")),
-             args.examples, report)
-        _run("search", st.tuples(any_text, st.integers(0, 20), st.one_of(st.none(), st.sampled_from(KINDS)),
-                                 st.one_of(st.none(), key_text.filter(lambda s: bool(s.strip())))),
-             _count(lambda a: prop_search(store, *a), target("search")), args.examples, report)
+        store.put_many(
+            [
+                SubstrateItem(kind="text", text=f"seed passage {i} about budgets", scope=s)
+                for i in range(20)
+                for s in ("fuzz", "local")
+            ]
+        )
+        _run(
+            "from_json+put",
+            item_dicts,
+            _count(lambda d: prop_from_json(store, d), target("from_json+put")),
+            args.examples,
+            report,
+        )
+        _run(
+            "search",
+            st.tuples(
+                any_text,
+                st.integers(0, 20),
+                st.one_of(st.none(), st.sampled_from(KINDS)),
+                st.one_of(st.none(), key_text.filter(lambda s: bool(s.strip()))),
+            ),
+            _count(lambda a: prop_search(store, *a), target("search")),
+            args.examples,
+            report,
+        )
         for fn in ("ingest_documents", "ingest_records"):
-            _run(fn, ingest_values, _count(lambda v, fn=fn: prop_ingest_values(store, fn, v), target(fn)),
-                 args.examples, report)
+            _run(
+                fn,
+                ingest_values,
+                _count(lambda v, fn=fn: prop_ingest_values(store, fn, v), target(fn)),
+                args.examples,
+                report,
+            )
         for fmt in ("text", "markdown", "jsonl", "csv", "trace"):
-            _run(f"ingest_file[{fmt}]", file_lines,
-                 _count(lambda lines, fmt=fmt: prop_ingest_file(store, work, fmt, lines), target(f"ingest_file[{fmt}]")),
-                 args.examples // 2, report)
+            _run(
+                f"ingest_file[{fmt}]",
+                file_lines,
+                _count(lambda lines, fmt=fmt: prop_ingest_file(store, work, fmt, lines), target(f"ingest_file[{fmt}]")),
+                args.examples // 2,
+                report,
+            )
     with Substrate() as store:
         root = work / "snap"
         root.mkdir()
-        _run("load", st.lists(snapshot_rows, max_size=6),
-             _count(lambda rows: prop_load(store, root, rows), target("load")), args.examples, report)
+        _run(
+            "load",
+            st.lists(snapshot_rows, max_size=6),
+            _count(lambda rows: prop_load(store, root, rows), target("load")),
+            args.examples,
+            report,
+        )
     with Substrate() as store:
         headers = {"Authorization": f"Bearer {create_token(store, 'fuzzer')[1]}"}
         with TestClient(create_app(store), raise_server_exceptions=False) as client:
             for route in ROUTE_FIELDS:
-                _run(f"POST {route}", http_bodies(route),
-                     _count(lambda b, route=route: prop_http(client, headers, store, "POST", route, b),
-                            target(f"POST {route}")), args.examples, report)
+                _run(
+                    f"POST {route}",
+                    http_bodies(route),
+                    _count(
+                        lambda b, route=route: prop_http(client, headers, store, "POST", route, b),
+                        target(f"POST {route}"),
+                    ),
+                    args.examples,
+                    report,
+                )
             ids = st.one_of(any_text.filter(bool), st.just(store.add("text", "patch me", scope="fuzzer")))
-            _run("PATCH /v1/items/{id}", st.tuples(ids, http_bodies("/v1/items")),
-                 _count(lambda a: prop_http(client, headers, store, "PATCH", f"/v1/items/{quoted(a[0])}", a[1]),
-                        target("PATCH /v1/items/{id}")), args.examples, report)
-            _run("POST /v1/ingest", st.lists(st.one_of(file_lines.map(b"\n".join), st.binary(max_size=80)),
-                                             max_size=3).map(b"\n".join),
-                 _count(lambda b: prop_http(client, headers, store, "POST", "/v1/ingest", b),
-                        target("POST /v1/ingest")), args.examples, report)
-            _run("GET by id", any_text.filter(bool),
-                 _count(lambda i: [prop_http(client, headers, store, "GET", p, None) for p in (
-                     f"/v1/items/{quoted(i)}", f"/v1/items/{quoted(i)}/history", f"/v1/revisions/{quoted(i)}",
-                     f"/v1/events?stream={quoted(i)}", f"/v1/items?scope={quoted(i)}")][0], target("GET by id")),
-                 args.examples, report)
+            _run(
+                "PATCH /v1/items/{id}",
+                st.tuples(ids, http_bodies("/v1/items")),
+                _count(
+                    lambda a: prop_http(client, headers, store, "PATCH", f"/v1/items/{quoted(a[0])}", a[1]),
+                    target("PATCH /v1/items/{id}"),
+                ),
+                args.examples,
+                report,
+            )
+            _run(
+                "POST /v1/ingest",
+                st.lists(st.one_of(file_lines.map(b"\n".join), st.binary(max_size=80)), max_size=3).map(b"\n".join),
+                _count(lambda b: prop_http(client, headers, store, "POST", "/v1/ingest", b), target("POST /v1/ingest")),
+                args.examples,
+                report,
+            )
+            _run(
+                "GET by id",
+                any_text.filter(bool),
+                _count(
+                    lambda i: [
+                        prop_http(client, headers, store, "GET", p, None)
+                        for p in (
+                            f"/v1/items/{quoted(i)}",
+                            f"/v1/items/{quoted(i)}/history",
+                            f"/v1/revisions/{quoted(i)}",
+                            f"/v1/events?stream={quoted(i)}",
+                            f"/v1/items?scope={quoted(i)}",
+                        )
+                    ][0],
+                    target("GET by id"),
+                ),
+                args.examples,
+                report,
+            )
     total = sum(r["inputs"] for r in report.values())
-    bad = {name: {k: v for k, v in c.items() if k.startswith(("VIOLATION", "UNEXPECTED"))}
-           for name, c in outcomes.items()}
+    bad = {
+        name: {k: v for k, v in c.items() if k.startswith(("VIOLATION", "UNEXPECTED"))} for name, c in outcomes.items()
+    }
     bad = {k: v for k, v in bad.items() if v}
-    print(json.dumps({"inputs_fuzzed": total, "targets": report, "outcomes": {k: dict(v) for k, v in outcomes.items()},
-                      "violations": bad}, indent=2, ensure_ascii=True))
+    print(
+        json.dumps(
+            {
+                "inputs_fuzzed": total,
+                "targets": report,
+                "outcomes": {k: dict(v) for k, v in outcomes.items()},
+                "violations": bad,
+            },
+            indent=2,
+            ensure_ascii=True,
+        )
+    )
     return 1 if bad else 0
 
 

@@ -62,8 +62,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def drive(clients: int, seconds: float, write_ratio: float, make_worker: Callable[[int], Callable[[str, str], None]]
-          ) -> dict[str, Any]:
+def drive(
+    clients: int, seconds: float, write_ratio: float, make_worker: Callable[[int], Callable[[str, str], None]]
+) -> dict[str, Any]:
     """Run ``clients`` threads for ``seconds``; each picks search or write per op and records its latency."""
     qs = queries()
     lat: dict[str, list[float]] = {"search": [], "write": []}
@@ -101,11 +102,19 @@ def drive(clients: int, seconds: float, write_ratio: float, make_worker: Callabl
         t.join()
     elapsed = time.perf_counter() - began
     total = len(lat["search"]) + len(lat["write"])
-    out: dict[str, Any] = {"ops": total, "ops_per_s": total / elapsed, "errors": len(errors),
-                           "first_error": errors[0] if errors else ""}
+    out: dict[str, Any] = {
+        "ops": total,
+        "ops_per_s": total / elapsed,
+        "errors": len(errors),
+        "first_error": errors[0] if errors else "",
+    }
     for k, v in lat.items():
-        out[k] = {"n": len(v), "p50_ms": percentile(v, 0.5) * 1000, "p99_ms": percentile(v, 0.99) * 1000,
-                  "mean_ms": (statistics.fmean(v) * 1000) if v else float("nan")}
+        out[k] = {
+            "n": len(v),
+            "p50_ms": percentile(v, 0.5) * 1000,
+            "p99_ms": percentile(v, 0.99) * 1000,
+            "mean_ms": (statistics.fmean(v) * 1000) if v else float("nan"),
+        }
     return out
 
 
@@ -119,7 +128,9 @@ def http_worker(url: str, token: str) -> Callable[[int], Callable[[str, str], No
             else:
                 r = client.post("/v1/items", json={"kind": "text", "text": arg, "scope": SCOPE})
             r.raise_for_status()
+
         return op
+
     return make
 
 
@@ -132,15 +143,30 @@ def python_worker(store: Substrate) -> Callable[[int], Callable[[str, str], None
                 handle.search(arg, k=10, scope=SCOPE)
             else:
                 handle.put(SubstrateItem(kind="text", text=arg, scope=SCOPE))
+
         return op
+
     return make
 
 
 def serve(root: str, port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "SUBSTRATE_DATABASE_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--root", root, "--port", str(port), "--log-level", "warning",
-         "--no-access-log"], cwd=Path(__file__).resolve().parent.parent, env=env,
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "serve",
+            "--root",
+            root,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -163,8 +189,10 @@ def free_port() -> int:
 
 def row(name: str, r: dict[str, Any]) -> str:
     s, w = r["search"], r["write"]
-    return (f"| {name} | {r['ops_per_s']:,.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} | {w['p50_ms']:.1f} | "
-            f"{w['p99_ms']:.1f} | {r['ops']:,} | {r['errors']} |")
+    return (
+        f"| {name} | {r['ops_per_s']:,.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} | {w['p50_ms']:.1f} | "
+        f"{w['p99_ms']:.1f} | {r['ops']:,} | {r['errors']} |"
+    )
 
 
 def report(args: argparse.Namespace, n_items: int, results: dict[str, dict[str, Any]]) -> str:
@@ -218,8 +246,9 @@ def main() -> None:
         results: dict[str, dict[str, Any]] = {}
         try:
             print(f"HTTP: {args.clients} clients x {args.seconds:.0f} s ...", flush=True)
-            results["http"] = drive(args.clients, args.seconds, args.write_ratio,
-                                    http_worker(f"http://127.0.0.1:{port}", token))
+            results["http"] = drive(
+                args.clients, args.seconds, args.write_ratio, http_worker(f"http://127.0.0.1:{port}", token)
+            )
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -95,8 +95,14 @@ class Timers:
 def raw_rows(n: int, scope: str) -> Iterator[tuple[Any, ...]]:
     now = time.time()
     for i, body in enumerate(docs(n)):
-        item = SubstrateItem(kind="text", text=body, scope=scope, id=stable_id(scope, "raw", i), created_at=now,
-                             provenance={"source": "raw", "position": i}).to_json()
+        item = SubstrateItem(
+            kind="text",
+            text=body,
+            scope=scope,
+            id=stable_id(scope, "raw", i),
+            created_at=now,
+            provenance={"source": "raw", "position": i},
+        ).to_json()
         yield (item["id"], "text", scope, body, dumps(item), item_digest(item), 1, i + 1, i + 1, now)
 
 
@@ -189,8 +195,14 @@ def bench_reingest(store: Substrate, lines: int) -> dict[str, Any]:
                 text("SELECT count(*) FROM items WHERE doc->'provenance'->>'path' = :p"), {"p": str(path.resolve())}
             ).scalar_one()
     return {
-        "lines": lines, "first": len(first), "first_new": first.n_new, "second": len(second),
-        "second_revised": len(second.revised), "live": live, "first_s": t1, "second_s": t2,
+        "lines": lines,
+        "first": len(first),
+        "first_new": first.n_new,
+        "second": len(second),
+        "second_revised": len(second.revised),
+        "live": live,
+        "first_s": t1,
+        "second_s": t2,
         "same_ids": list(first) == list(second),
     }
 
@@ -223,8 +235,10 @@ def report(args: argparse.Namespace) -> str:
         f"{rate / raw:.2f}x |",
     ]
     if diag is not None:
-        lines.append(f"| diagnostic only: the same with the secret guard stubbed out (`guard_view` = identity) | "
-                     f"{diag:,.0f} | {diag / raw:.2f}x |")
+        lines.append(
+            f"| diagnostic only: the same with the secret guard stubbed out (`guard_view` = identity) | "
+            f"{diag:,.0f} | {diag / raw:.2f}x |"
+        )
     lines += [
         f"| raw `executemany`, 1000-row transactions, into a table shaped like `items` | {raw:,.0f} | 1.00x |",
         f"| raw `COPY`, one transaction, same table shape | {copy:,.0f} | {copy / raw:.2f}x |",

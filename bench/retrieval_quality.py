@@ -82,8 +82,7 @@ def run_search(store: Substrate, queries: list[dict[str, str]], qrels: dict[str,
         n, r = metrics([it.payload["doc_id"] for it, _ in hits], qrels[q["_id"]])
         nd.append(n)
         rc.append(r)
-    return {"ndcg10": statistics.fmean(nd), "recall100": statistics.fmean(rc),
-            "p50_ms": 1000 * statistics.median(lat)}
+    return {"ndcg10": statistics.fmean(nd), "recall100": statistics.fmean(rc), "p50_ms": 1000 * statistics.median(lat)}
 
 
 def main() -> None:
@@ -100,8 +99,10 @@ def main() -> None:
 
     store = Substrate(url=args.url) if args.url else Substrate()
     t0 = time.perf_counter()
-    store.put_many(SubstrateItem(kind="text", text=t, payload={"doc_id": d["_id"]}, scope=SCOPE, id=f"doc-{d['_id']}")
-                   for d, t in zip(corpus, texts))
+    store.put_many(
+        SubstrateItem(kind="text", text=t, payload={"doc_id": d["_id"]}, scope=SCOPE, id=f"doc-{d['_id']}")
+        for d, t in zip(corpus, texts)
+    )
     ingest_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     store.search("warm up", k=1, scope=SCOPE)  # the first search of the domain fits its embedder
@@ -138,8 +139,17 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if not args.no_write:
-        write_section("\n".join(["## Retrieval quality (bench/retrieval_quality.py)", "",
-                                 "Command: `python bench/retrieval_quality.py`", "", *lines]))
+        write_section(
+            "\n".join(
+                [
+                    "## Retrieval quality (bench/retrieval_quality.py)",
+                    "",
+                    "Command: `python bench/retrieval_quality.py`",
+                    "",
+                    *lines,
+                ]
+            )
+        )
 
 
 def write_section(body: str, name: str = "bench/retrieval_quality.py") -> None:
@@ -148,7 +158,7 @@ def write_section(body: str, name: str = "bench/retrieval_quality.py") -> None:
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
     block = f"{begin}\n{body}\n{end}"
     if begin in old and end in old:
-        new = old[: old.index(begin)] + block + old[old.index(end) + len(end):]
+        new = old[: old.index(begin)] + block + old[old.index(end) + len(end) :]
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
     RESULTS.write_text(new, encoding="utf-8")

@@ -57,7 +57,7 @@ def corpus(n: int, data: Path, seed: int = 7) -> tuple[list[str], list[str]]:
         title, sents = rng.choice(split)
         w = rng.randint(2, 5)
         start = rng.randrange(max(1, len(sents) - w + 1))
-        passage = " ".join([title, *sents[start:start + w]])
+        passage = " ".join([title, *sents[start : start + w]])
         if passage not in seen:
             seen.add(passage)
             out.append(passage)
@@ -67,8 +67,9 @@ def corpus(n: int, data: Path, seed: int = 7) -> tuple[list[str], list[str]]:
 
 def ingest(store: Substrate, texts: list[str]) -> float:
     t0 = time.perf_counter()
-    store.put_many(SubstrateItem(kind="text", text=t, scope=SCOPE, id=f"b{i}", created_at=1.0)
-                   for i, t in enumerate(texts))
+    store.put_many(
+        SubstrateItem(kind="text", text=t, scope=SCOPE, id=f"b{i}", created_at=1.0) for i, t in enumerate(texts)
+    )
     return time.perf_counter() - t0
 
 
@@ -95,10 +96,19 @@ def raw_query(store: Substrate, did: int, v: str, exact: bool = False, ef: int |
     order = "(embedding <=> CAST(:v AS vector)) + 0" if exact else "embedding <=> CAST(:v AS vector)"
     with store.engine.begin() as c:
         if ef is not None:
-            c.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), "
-                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)"), {"ef": str(ef)})
-        return list(c.execute(text(f"SELECT item_id FROM item_vectors WHERE domain_id = :did ORDER BY {order} "
-                                   "LIMIT 10"), {"did": did, "v": v}).scalars())
+            c.execute(
+                text(
+                    "SELECT set_config('hnsw.ef_search', :ef, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                ),
+                {"ef": str(ef)},
+            )
+        return list(
+            c.execute(
+                text(f"SELECT item_id FROM item_vectors WHERE domain_id = :did ORDER BY {order} LIMIT 10"),
+                {"did": did, "v": v},
+            ).scalars()
+        )
 
 
 def timed(f: Any, *args: Any, **kw: Any) -> tuple[float, Any]:
@@ -143,8 +153,17 @@ SELECT item_id FROM scored WHERE score > 0 ORDER BY score DESC, item_id LIMIT :k
 
 def exhaustive(store: Substrate, did: int, claims: list[str], k: int = 10) -> list[list[str]]:
     """Each claim's true top k (see _EXHAUSTIVE)."""
-    knobs = {"scope": SCOPE, "did": did, "k": k, "k1": BM25_K1, "b": BM25_B, "w": embedding.DENSE_WEIGHT,
-             "min_cos": embedding.MIN_COS, "max_terms": embedding.MAX_TERMS, "idf_docs": embedding.IDF_MIN_DOCS}
+    knobs = {
+        "scope": SCOPE,
+        "did": did,
+        "k": k,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "w": embedding.DENSE_WEIGHT,
+        "min_cos": embedding.MIN_COS,
+        "max_terms": embedding.MAX_TERMS,
+        "idf_docs": embedding.IDF_MIN_DOCS,
+    }
     with store.engine.connect() as c:
         return [list(c.execute(_EXHAUSTIVE, {**knobs, "q": q}).scalars()) for q in claims]
 
@@ -207,7 +226,7 @@ def main() -> None:
     for timed_pass in (False, True):
         for i, (q, v) in enumerate(zip(claims, vecs)):
             names = [n for n in jobs if v is not None or n == "search"]
-            for name in names[i % len(names):] + names[: i % len(names)]:
+            for name in names[i % len(names) :] + names[: i % len(names)]:
                 dt, got = timed(jobs[name], q, v)
                 if timed_pass:
                     timings[name].append(dt)
@@ -223,14 +242,20 @@ def main() -> None:
             exact_ids.append(got)
 
     truth = exhaustive(store, did, claims)
-    deeper = {"PER_TERM": 2 * embedding.PER_TERM, "RARE_DF": 2 * embedding.RARE_DF,
-              "LEX_CANDIDATES": 2 * embedding.LEX_CANDIDATES, "CANDIDATES": 2 * embedding.CANDIDATES}
+    deeper = {
+        "PER_TERM": 2 * embedding.PER_TERM,
+        "RARE_DF": 2 * embedding.RARE_DF,
+        "LEX_CANDIDATES": 2 * embedding.LEX_CANDIDATES,
+        "CANDIDATES": 2 * embedding.CANDIDATES,
+    }
     deeper_lat, deeper_top = with_settings(store, claims, **deeper)
 
     rng = random.Random(11)
     changed = rng.sample(range(args.n), max(1, args.n // 100))
-    store.put_many(SubstrateItem(kind="text", text=texts[(i + 1) % args.n], scope=SCOPE, id=f"b{i}", created_at=1.0)
-                   for i in changed)
+    store.put_many(
+        SubstrateItem(kind="text", text=texts[(i + 1) % args.n], scope=SCOPE, id=f"b{i}", created_at=1.0)
+        for i in changed
+    )
     t0 = time.perf_counter()
     store.search(claims[0], k=10, scope=SCOPE)
     fold_s = time.perf_counter() - t0
@@ -275,11 +300,12 @@ def main() -> None:
         f"| refit after 1% of items changed ({len(changed):,}; mode: {mode}), incl. that search | {fold_s:.1f} s |",
         f"| full refit (read postings, TF-IDF + SVD fit, COPY, HNSW build + swap) | {full_s:.1f} s ({split}) |",
     ]
-    met = [name for name, r in (("default ef_search 40", r_default), (f"the same ef_search {ef}", r_same))
-           if r <= TARGET]
+    met = [
+        name for name, r in (("default ef_search 40", r_default), (f"the same ef_search {ef}", r_same)) if r <= TARGET
+    ]
     lines += [
         "",
-        f"The issue's {TARGET:g}x is against \"the raw pgvector query on the same vectors\" with recall@10 >= 0.95. "
+        f'The issue\'s {TARGET:g}x is against "the raw pgvector query on the same vectors" with recall@10 >= 0.95. '
         f"The raw query has recall@10 {rec_default:.3f} at the default ef_search 40 and {rec_same:.3f} at "
         f"ef_search {ef}, the setting search() runs with. search() p50 is {r_default:.2f}x the first and "
         f"{r_same:.2f}x the second: the {TARGET:g}x target is "
@@ -290,8 +316,13 @@ def main() -> None:
     print("\n".join(lines))
     print(f"(store: {url.split('@')[-1]})")
     if not args.no_write:
-        body = ["## Search at scale (bench/search.py)", "",
-                f"Command: `python bench/search.py --n {args.n} --queries {args.queries}`", "", *lines]
+        body = [
+            "## Search at scale (bench/search.py)",
+            "",
+            f"Command: `python bench/search.py --n {args.n} --queries {args.queries}`",
+            "",
+            *lines,
+        ]
         write_section("\n".join(body), "bench/search.py")
 
 

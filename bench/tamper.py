@@ -32,8 +32,15 @@ def build(store: Any, n: int, seed: int = 1) -> int:
 
     rng = random.Random(seed)
     bulk = max(1, n - n // 50)
-    items = [SubstrateItem(kind=rng.choice(["text", "record"]), text=f"event {i} text {rng.random()}",
-                           scope=rng.choice(["alpha", "beta", "public"]), payload={"i": i}) for i in range(bulk)]
+    items = [
+        SubstrateItem(
+            kind=rng.choice(["text", "record"]),
+            text=f"event {i} text {rng.random()}",
+            scope=rng.choice(["alpha", "beta", "public"]),
+            payload={"i": i},
+        )
+        for i in range(bulk)
+    ]
     ids = store.put_many(items)
     for _ in range(n - bulk):
         store.update(rng.choice(ids), payload={"touched": rng.random()})
@@ -87,19 +94,33 @@ def tamper(engine: Any, kind: str, seq: int, head: int, rng: random.Random) -> t
         from service.events import event_address
 
         data = {**json.loads(original[4]), "tampered": True}
-        new_id = event_address(stream=original[1], version=original[2], type=original[3], data=data,
-                               principal=original[5], scope=original[6], prev=original[9])
+        new_id = event_address(
+            stream=original[1],
+            version=original[2],
+            type=original[3],
+            data=data,
+            principal=original[5],
+            scope=original[6],
+            prev=original[9],
+        )
         with _triggers_off(engine) as c:
-            c.execute(text("UPDATE events SET data = CAST(:d AS jsonb), event_id = :e WHERE seq = :s"),
-                      {"d": json.dumps(data), "e": new_id, "s": seq})
+            c.execute(
+                text("UPDATE events SET data = CAST(:d AS jsonb), event_id = :e WHERE seq = :s"),
+                {"d": json.dumps(data), "e": new_id, "s": seq},
+            )
         return seq + 1, lambda: _restore(engine, original)
     if kind == "recorded_at":
         # Backdate one event to before its predecessor (seq stays put): time travel by timestamp would lie.
         seq = max(seq, 2)
         original = _row(engine, seq)
         with _triggers_off(engine) as c:
-            c.execute(text("UPDATE events SET recorded_at = (SELECT recorded_at FROM events WHERE seq = :p) "
-                           "- interval '1 hour' WHERE seq = :s"), {"s": seq, "p": seq - 1})
+            c.execute(
+                text(
+                    "UPDATE events SET recorded_at = (SELECT recorded_at FROM events WHERE seq = :p) "
+                    "- interval '1 hour' WHERE seq = :s"
+                ),
+                {"s": seq, "p": seq - 1},
+            )
         return seq, lambda: _restore(engine, original)
     raise ValueError(f"unknown tampering {kind!r}")
 
@@ -113,18 +134,26 @@ def _swap(engine: Any, lo: int, hi: int) -> None:
 
 def _restore(engine: Any, r: Any) -> None:
     with _triggers_off(engine) as c:
-        c.execute(text(
-            "UPDATE events SET stream = :stream, version = :version, type = :type, data = CAST(:data AS jsonb), "
-            "principal = :principal, scope = :scope, recorded_at = :recorded_at, event_id = :event_id, prev = :prev "
-            "WHERE seq = :seq"), _params(r))
+        c.execute(
+            text(
+                "UPDATE events SET stream = :stream, version = :version, type = :type, data = CAST(:data AS jsonb), "
+                "principal = :principal, scope = :scope, recorded_at = :recorded_at, event_id = :event_id, prev = :prev "
+                "WHERE seq = :seq"
+            ),
+            _params(r),
+        )
 
 
 def _reinsert(engine: Any, r: Any) -> None:
     with engine.begin() as c:
-        c.execute(text(
-            "INSERT INTO events (seq, stream, version, type, data, principal, scope, recorded_at, event_id, prev) "
-            "VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :recorded_at, "
-            ":event_id, :prev)"), _params(r))
+        c.execute(
+            text(
+                "INSERT INTO events (seq, stream, version, type, data, principal, scope, recorded_at, event_id, prev) "
+                "VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :recorded_at, "
+                ":event_id, :prev)"
+            ),
+            _params(r),
+        )
 
 
 def _params(r: Any) -> dict[str, Any]:
@@ -156,13 +185,26 @@ def run_tampers(store: Any, kinds: tuple[str, ...], per_kind: int, rng: random.R
             restored = store.events.verify_chain()
             hit = not report.ok and report.first_bad_seq == expected
             caught += hit
-            case = {"kind": kind, "seq": seq, "expected": expected, "reported": report.first_bad_seq,
-                    "ok": report.ok, "reason": report.reason, "restored_ok": restored.ok}
+            case = {
+                "kind": kind,
+                "seq": seq,
+                "expected": expected,
+                "reported": report.first_bad_seq,
+                "ok": report.ok,
+                "reason": report.reason,
+                "restored_ok": restored.ok,
+            }
             cases.append(case)
             if not hit or not restored.ok:
                 wrong.append(case)
-    return {"events": head, "cases": len(cases), "caught": caught, "missed_or_misplaced": wrong,
-            "verify_seconds_mean": round(seconds / max(1, len(cases)), 3), "all": cases}
+    return {
+        "events": head,
+        "cases": len(cases),
+        "caught": caught,
+        "missed_or_misplaced": wrong,
+        "verify_seconds_mean": round(seconds / max(1, len(cases)), 3),
+        "all": cases,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,9 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         tally[case["kind"]][1] += 1
     by_kind = {kind: f"{hit}/{tried}" for kind, (hit, tried) in tally.items()}
     summary = {
-        "events": chain["events"], "chain_cases": chain["cases"], "chain_caught_at_first_bad_seq": chain["caught"],
-        "by_kind_caught_of_tried": by_kind, "verify_seconds_mean": chain["verify_seconds_mean"],
-        "misses": (chain["missed_or_misplaced"] + extra["missed_or_misplaced"])[:10], "final_verify_ok": final_ok,
+        "events": chain["events"],
+        "chain_cases": chain["cases"],
+        "chain_caught_at_first_bad_seq": chain["caught"],
+        "by_kind_caught_of_tried": by_kind,
+        "verify_seconds_mean": chain["verify_seconds_mean"],
+        "misses": (chain["missed_or_misplaced"] + extra["missed_or_misplaced"])[:10],
+        "final_verify_ok": final_ok,
     }
     print(json.dumps(summary, indent=2, default=str))
     return 0 if chain["caught"] == chain["cases"] and final_ok else 1

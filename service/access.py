@@ -185,7 +185,9 @@ class _LivePolicy(AccessPolicy):
         raise ReadOnlyError("a live stored policy is read-only: persist grants with grant_access(store, ..., by=)")
 
     def revoke(self, principal: str, scope: str) -> AccessPolicy:
-        raise ReadOnlyError("a live stored policy is read-only: persist revocations with revoke_access(store, ..., by=)")
+        raise ReadOnlyError(
+            "a live stored policy is read-only: persist revocations with revoke_access(store, ..., by=)"
+        )
 
 
 def stored_policy(store: Substrate, *, live: bool = False) -> AccessPolicy:
@@ -218,8 +220,9 @@ def grant_access(store: Substrate, principal: str, scope: str, mode: str = "read
         version = store.events.stream_version(_acl_stream(s))
         if not _may_administer(store, by, s):
             raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may grant access to it")
-        event = NewEvent(_acl_stream(s), AccessGranted(principal=p, scope=s, mode=mode), scope=s,
-                         expected_version=version)
+        event = NewEvent(
+            _acl_stream(s), AccessGranted(principal=p, scope=s, mode=mode), scope=s, expected_version=version
+        )
         try:
             return _append_as(store, [event], by)[0].seq
         except ConcurrencyError:

@@ -174,7 +174,9 @@ def _decide(
     out = []
     for r in raws:
         laundered = _launders(sub, r["source_id"], belief_id, scope, policy)
-        entry = EvidenceEntry(**{**r, "weight": 0.0 if laundered else r["weight"], "verified": r["source_id"] in visible})
+        entry = EvidenceEntry(
+            **{**r, "weight": 0.0 if laundered else r["weight"], "verified": r["source_id"] in visible}
+        )
         record = entry.to_json()
         if laundered:
             record.update(laundered=True, claimed_weight=r["weight"])
@@ -311,8 +313,12 @@ def _retraction(sub: Substrate, source_id: str, scope: str | None) -> tuple[list
             data = sub._prepare(belief_to_item(belief, created_at), None)
             entry = {"source_id": cur, "removed": removed, "cause": source_id}
             events.append(
-                NewEvent(stream=belief_id, event=EvidenceRetracted(item=data, entry=entry), scope=belief.scope,
-                         expected_version=version)
+                NewEvent(
+                    stream=belief_id,
+                    event=EvidenceRetracted(item=data, entry=entry),
+                    scope=belief.scope,
+                    expected_version=version,
+                )
             )
             states[belief_id] = (belief, version + 1, created_at)
             last[belief_id] = data

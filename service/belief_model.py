@@ -111,8 +111,12 @@ class EvidenceEntry:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "source_id": self.source_id, "tier": self.tier, "direction": self.direction,
-            "weight": self.weight, "time": self.time, "verified": self.verified,
+            "source_id": self.source_id,
+            "tier": self.tier,
+            "direction": self.direction,
+            "weight": self.weight,
+            "time": self.time,
+            "verified": self.verified,
         }
 
     @classmethod
@@ -137,7 +141,10 @@ class BeliefItem:
     def as_dict(self) -> dict[str, Any]:
         """JSON-native form: id, scope, claim, credence and the evidence trail."""
         return {
-            "id": self.id, "scope": self.scope, "claim": self.claim.to_json(), "credence": self.credence,
+            "id": self.id,
+            "scope": self.scope,
+            "claim": self.claim.to_json(),
+            "credence": self.credence,
             "evidence_history": [e.to_json() for e in self.evidence_history],
         }
 

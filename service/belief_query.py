@@ -23,7 +23,9 @@ __all__ = ["rank_beliefs", "retrieve_beliefs"]
 
 
 def _bounds(sub: Substrate, floor: float, scope: str | None, skip: Sequence[str]) -> tuple[int, float]:
-    sql = "SELECT count(*), max(credence) FROM beliefs WHERE credence >= :floor AND NOT (id = ANY(CAST(:skip AS text[])))"
+    sql = (
+        "SELECT count(*), max(credence) FROM beliefs WHERE credence >= :floor AND NOT (id = ANY(CAST(:skip AS text[])))"
+    )
     params: dict[str, Any] = {"floor": floor, "skip": list(skip)}
     if scope is not None:
         sql += " AND scope = :scope"
@@ -60,10 +62,13 @@ def rank_beliefs(
     while True:
         hits = sub.search(query, k=window, kind="record", scope=scope)
         with sub.engine.connect() as c:
-            live = {r[0] for r in c.execute(
-                text("SELECT id FROM beliefs WHERE id = ANY(CAST(:ids AS text[])) AND credence >= :floor"),
-                {"ids": [it.id for it, _ in hits], "floor": floor},
-            )}
+            live = {
+                r[0]
+                for r in c.execute(
+                    text("SELECT id FROM beliefs WHERE id = ANY(CAST(:ids AS text[])) AND credence >= :floor"),
+                    {"ids": [it.id for it, _ in hits], "floor": floor},
+                )
+            }
         ranked, lowest = [], math.inf
         for rank, (item, score) in enumerate(hits):
             relevance = max(float(score), 0.0)
@@ -77,8 +82,14 @@ def rank_beliefs(
         window *= 4
 
 
-def _candidate(item: Any, rollback: Mapping[str, BeliefItem | None], exclude: set[str], live: set[str],
-               floor: float, scope: str | None) -> BeliefItem | None:
+def _candidate(
+    item: Any,
+    rollback: Mapping[str, BeliefItem | None],
+    exclude: set[str],
+    live: set[str],
+    floor: float,
+    scope: str | None,
+) -> BeliefItem | None:
     if item.id in exclude:
         return None
     if item.id in rollback:

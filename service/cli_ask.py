@@ -44,7 +44,8 @@ def _ask(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``ask``."""
     p = sub.add_parser(
-        "ask", help="answer a question from the store (extractive), with confidence and citations",
+        "ask",
+        help="answer a question from the store (extractive), with confidence and citations",
         description="Retrieve evidence for QUESTION, answer with the best-supported sentences of that evidence, "
         "or abstain when the evidence is too weak; prints the confidence and the cited items.",
     )

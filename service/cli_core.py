@@ -110,14 +110,16 @@ def register(sub: Any) -> None:
     dbsub = p.add_subparsers(dest="db_command", metavar="DB_COMMAND")
     dbsub.required = True
     up = dbsub.add_parser(
-        "upgrade", help="create or upgrade the schema (alembic migrations)",
+        "upgrade",
+        help="create or upgrade the schema (alembic migrations)",
         description="Run the alembic migrations to head. The migrations are the only place the schema is made.",
     )
     add_store_options(up)
     up.set_defaults(handler=_db_upgrade)
 
     p = sub.add_parser(
-        "verify", help="re-walk the hash chain and compare the read models with a rebuild",
+        "verify",
+        help="re-walk the hash chain and compare the read models with a rebuild",
         description="Re-walk the event chain (seq, prev links, every content address) and compare each read-model "
         "table with a replay into a shadow schema. Exit 0 when intact, 1 naming the first bad seq and why.",
     )
@@ -126,7 +128,8 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_verify)
 
     p = sub.add_parser(
-        "replay", help="rebuild every read model from the log",
+        "replay",
+        help="rebuild every read model from the log",
         description="Truncate every read model and replay the whole event log: the inline read models first, "
         "then the lazy search postings (timed apart); print row counts and digests.",
     )
@@ -135,7 +138,8 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_replay)
 
     p = sub.add_parser(
-        "export", help="write every item to DIR/items.jsonl (atomic)",
+        "export",
+        help="write every item to DIR/items.jsonl (atomic)",
         description="Save the store's items as DIR/items.jsonl, one JSON item per line, atomically.",
     )
     add_store_options(p)
@@ -143,7 +147,8 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_export)
 
     p = sub.add_parser(
-        "import", help="replace the store's items with DIR/items.jsonl (all-or-nothing)",
+        "import",
+        help="replace the store's items with DIR/items.jsonl (all-or-nothing)",
         description="Load DIR/items.jsonl into the store in one transaction; a bad row aborts the import and names "
         "the file, line and a preview.",
     )
@@ -152,7 +157,8 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_import)
 
     p = sub.add_parser(
-        "events", help="print the event log",
+        "events",
+        help="print the event log",
         description="Print events in log order, optionally filtered by stream, type and starting position.",
     )
     add_store_options(p)

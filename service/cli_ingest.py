@@ -67,8 +67,14 @@ def _progress(enabled: bool) -> Any:
             return Text(f"{speed:,.0f} items/s" if speed else "- items/s", style="progress.data.speed")
 
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(), TimeElapsedColumn(),
-        console=Console(stderr=True), disable=not enabled, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _Rate(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+        transient=False,
     )
 
 
@@ -99,8 +105,9 @@ def _ingest(args: argparse.Namespace) -> int:
                     if args.kind in ("artifact", "artifacts"):
                         part = ingest_artifacts(store, f, scope=args.scope, progress=tick)
                     else:
-                        part = ingest_file(store, f, kind=args.kind, source=args.source, scope=args.scope,
-                                           progress=tick)
+                        part = ingest_file(
+                            store, f, kind=args.kind, source=args.source, scope=args.scope, progress=tick
+                        )
                 except (ValueError, OSError) as exc:
                     part = IngestReceipt(failed=[{"source": str(f), "line": None, "reason": str(exc)}])
                 receipt = receipt.merge(part)
@@ -178,7 +185,8 @@ def _audit(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the ingest, freshness and audit commands."""
     p = sub.add_parser(
-        "ingest", help="ingest files and folders (.txt/.md, .jsonl, .csv) as items",
+        "ingest",
+        help="ingest files and folders (.txt/.md, .jsonl, .csv) as items",
         description="Ingest files, and folders recursively (their .txt/.md/.jsonl/.csv files; every file with "
         "--kind). .txt/.md: one text item per non-blank line; .jsonl: one item per line (a string or "
         '{"text": ...} is a text item, any other object a record); .csv: one record per row keyed by the header. '
@@ -190,7 +198,8 @@ def register(sub: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
     p.add_argument("--scope", default="local", help="scope of the new items (default: local)")
     p.add_argument(
-        "--kind", choices=["text", "txt", "md", "jsonl", "csv", "trace", "artifact"],
+        "--kind",
+        choices=["text", "txt", "md", "jsonl", "csv", "trace", "artifact"],
         help="force the format instead of inferring it from the extension (trace: .jsonl of "
         "{input, answer|label|call} rows; artifact: PATHs are registries of dirs holding manifest.json)",
     )
@@ -199,20 +208,27 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_ingest)
 
     p = sub.add_parser(
-        "freshness", help="report stale and unverifiable items",
+        "freshness",
+        help="report stale and unverifiable items",
         description="Audit every item (of --scope) for staleness: source file moved or changed (content hash), "
         "superseded, older than --max-age, or an invalid timestamp (stale); a recorded hash that cannot be "
         "checked because the path cannot be read (unverifiable). Exit 0 when everything is fresh, else 1.",
     )
     add_store_options(p)
-    p.add_argument("--max-age", type=parse_duration, default=None, metavar="AGE",
-                   help="items older than this are stale: seconds, or 90s, 15m, 12h, 7d, 2w")
+    p.add_argument(
+        "--max-age",
+        type=parse_duration,
+        default=None,
+        metavar="AGE",
+        help="items older than this are stale: seconds, or 90s, 15m, 12h, 7d, 2w",
+    )
     p.add_argument("--scope", help="only audit items of this scope")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_freshness)
 
     p = sub.add_parser(
-        "audit", help="verify every item's derived_from lineage",
+        "audit",
+        help="verify every item's derived_from lineage",
         description="Walk every item's derived_from ancestry: intact, broken (a dangling ancestor or a cycle) or "
         "unverified (depth cap reached, or with --scope an ancestor that scope may not read). "
         "Exit 0 when every chain is intact, else 1.",
@@ -222,4 +238,3 @@ def register(sub: Any) -> None:
     p.add_argument("--max-depth", type=int, default=20, help="deepest ancestry level walked (default: 20)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=_audit)
-

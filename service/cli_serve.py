@@ -107,7 +107,8 @@ def _port(value: str) -> int:
 def register(sub: Any) -> None:
     """Add ``serve`` and ``token``."""
     p = sub.add_parser(
-        "serve", help="run the HTTP API (FastAPI + uvicorn)",
+        "serve",
+        help="run the HTTP API (FastAPI + uvicorn)",
         description="Serve the HTTP API over the store (./.substrate on the embedded PostgreSQL by default, or "
         "$SUBSTRATE_DATABASE_URL). Every route except /healthz, /openapi.json and /docs needs "
         "'Authorization: Bearer <token>' (see `substrate token create`).",
@@ -115,19 +116,29 @@ def register(sub: Any) -> None:
     add_store_options(p)
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="TCP port (default 8000)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="uvicorn log level (default info)")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level (default info)",
+    )
     p.add_argument("--no-access-log", dest="access_log", action="store_false", help="do not log every request")
-    p.add_argument("--background-interval", type=_interval, default=2.0, metavar="SECONDS",
-                   help="how often a background thread brings the search postings and embedders up to date, so "
-                   "the first search after a burst of writes does not do it (default 2; 0 turns it off)")
+    p.add_argument(
+        "--background-interval",
+        type=_interval,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often a background thread brings the search postings and embedders up to date, so "
+        "the first search after a burst of writes does not do it (default 2; 0 turns it off)",
+    )
     p.set_defaults(handler=_serve)
 
     p = sub.add_parser("token", help="HTTP bearer tokens", description="Create, list and revoke HTTP bearer tokens.")
     tsub = p.add_subparsers(dest="token_command", metavar="TOKEN_COMMAND")
     tsub.required = True
     c = tsub.add_parser(
-        "create", help="issue a bearer token for a principal (printed once, on the last line)",
+        "create",
+        help="issue a bearer token for a principal (printed once, on the last line)",
         description="Issue a new bearer token for PRINCIPAL; its home scope is its own name. Only the token's "
         "sha256 is stored, so the token is printed once, on the last line of the output.",
     )
@@ -136,7 +147,8 @@ def register(sub: Any) -> None:
     c.add_argument("--label", default="", help="a note to recognize the token by in `token list`")
     c.set_defaults(handler=_token_create)
     ls = tsub.add_parser(
-        "list", help="list tokens (ids, principals, dates; never the secrets)",
+        "list",
+        help="list tokens (ids, principals, dates; never the secrets)",
         description="List the live tokens (with --all also revoked ones): id, principal, created, state, label.",
     )
     add_store_options(ls)
@@ -145,7 +157,8 @@ def register(sub: Any) -> None:
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(handler=_token_list)
     r = tsub.add_parser(
-        "revoke", help="revoke a token by id (effective on the next request)",
+        "revoke",
+        help="revoke a token by id (effective on the next request)",
         description="Revoke the token with id ID (as shown by `substrate token list`); exit 1 if none is live.",
     )
     add_store_options(r)

@@ -162,7 +162,8 @@ def substrate_item_to_knowledge_dict(item: SubstrateItem, *, schema_uri: str | N
         "access": _access(item.scope),
         "revision": 1,
         "supersedes": [],
-        "created_at": datetime.fromtimestamp(item.created_at, tz=UTC).isoformat() if math.isfinite(item.created_at)
+        "created_at": datetime.fromtimestamp(item.created_at, tz=UTC).isoformat()
+        if math.isfinite(item.created_at)
         else None,
     }
 

@@ -170,18 +170,25 @@ def _check(query: Any, kind: Any, scope: Any) -> str:
 
 def _storable(scope: str | None) -> bool:
     """Whether an item could have this scope at all (a scope with NUL or a lone surrogate never reaches the log)."""
-    return scope is None or ("\x00" not in scope and scope.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-                             == scope)
+    return scope is None or (
+        "\x00" not in scope and scope.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == scope
+    )
 
 
 def reindex(store: Substrate) -> list[str]:
     """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
     catch_up_engine(store.engine)
     with store.engine.connect() as c:
-        domains = [r[0] for r in c.execute(text(
-            "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
-            "WHERE e.domain IS NULL OR e.fitted_seq <> d.changed_seq OR e.version <> :v ORDER BY d.domain"
-        ), {"v": VERSION})]
+        domains = [
+            r[0]
+            for r in c.execute(
+                text(
+                    "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
+                    "WHERE e.domain IS NULL OR e.fitted_seq <> d.changed_seq OR e.version <> :v ORDER BY d.domain"
+                ),
+                {"v": VERSION},
+            )
+        ]
     for domain in domains:
         refit(store.engine, domain)
     return [_label(d) for d in domains]
@@ -195,17 +202,27 @@ def embedder_status(store: Substrate) -> list[dict[str, Any]]:
     """One row per domain: its size and its embedder (mode, dimensions, vectors, whether it is stale)."""
     catch_up_engine(store.engine)
     with store.engine.connect() as c:
-        rows = c.execute(text(
-            "SELECT d.domain, d.n_docs, d.n_text, d.changed_seq, e.dim, "
-            "(SELECT count(*) FROM item_vectors v WHERE v.domain_id = e.domain_id), e.vocab, e.fitted_seq, "
-            "e.fitted_at, e.params->>'mode' FROM search_domains d LEFT JOIN embedders e USING (domain) "
-            "ORDER BY d.domain"
-        )).all()
+        rows = c.execute(
+            text(
+                "SELECT d.domain, d.n_docs, d.n_text, d.changed_seq, e.dim, "
+                "(SELECT count(*) FROM item_vectors v WHERE v.domain_id = e.domain_id), e.vocab, e.fitted_seq, "
+                "e.fitted_at, e.params->>'mode' FROM search_domains d LEFT JOIN embedders e USING (domain) "
+                "ORDER BY d.domain"
+            )
+        ).all()
     return [
-        {"domain": _label(r[0]), "items": int(r[1]), "text_items": int(r[2]), "mode": r[9] or "unfitted",
-         "dim": int(r[4] or 0), "vectors": int(r[5] or 0), "vocabulary": int(r[6] or 0),
-         "fitted_seq": r[7], "stale": r[7] is None or r[7] != r[3],
-         "fitted_at": r[8].isoformat() if r[8] is not None else None}
+        {
+            "domain": _label(r[0]),
+            "items": int(r[1]),
+            "text_items": int(r[2]),
+            "mode": r[9] or "unfitted",
+            "dim": int(r[4] or 0),
+            "vectors": int(r[5] or 0),
+            "vocabulary": int(r[6] or 0),
+            "fitted_seq": r[7],
+            "stale": r[7] is None or r[7] != r[3],
+            "fitted_at": r[8].isoformat() if r[8] is not None else None,
+        }
         for r in rows
     ]
 
@@ -245,10 +262,22 @@ def _ranked(store: Substrate, q: str, k: int, *, kind: str | None, scope: str | 
     domain = ALL_DOMAIN if scope is None else scope
     n_dense = max(k, CANDIDATES)
     params = {
-        "q": q, "k": k, "n_lex": max(k, LEX_CANDIDATES), "n_dense": n_dense, "kind": kind, "scope": scope,
-        "domain": domain, "cfg": TS_CONFIG, "k1": BM25_K1, "b": BM25_B, "w": DENSE_WEIGHT, "min_cos": MIN_COS,
+        "q": q,
+        "k": k,
+        "n_lex": max(k, LEX_CANDIDATES),
+        "n_dense": n_dense,
+        "kind": kind,
+        "scope": scope,
+        "domain": domain,
+        "cfg": TS_CONFIG,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "w": DENSE_WEIGHT,
+        "min_cos": MIN_COS,
         "idf_docs": IDF_MIN_DOCS,
-        "per_term": max(PER_TERM, k), "max_terms": MAX_TERMS, "rare_df": RARE_DF,
+        "per_term": max(PER_TERM, k),
+        "max_terms": MAX_TERMS,
+        "rare_df": RARE_DF,
     }
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
@@ -314,8 +343,9 @@ def _pipelined(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -
             got_state = dc.execute(state_sql, state_params, prepare=True)
             ranked = None
             if guess is not None:
-                ranked = dc.execute(_SQL[(params["scope"] is not None, guess[1], guess[2])],
-                                    {**params, "did": guess[0]}, prepare=True)
+                ranked = dc.execute(
+                    _SQL[(params["scope"] is not None, guess[1], guess[2])], {**params, "did": guess[0]}, prepare=True
+                )
             dc.commit()
         state = state_from_row(domain, got_state.fetchone())
         rows = ranked.fetchall() if ranked is not None else []

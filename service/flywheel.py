@@ -67,7 +67,8 @@ class FlywheelMeasurement:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "solve_rate": self.solve_rate, "grounded_fraction": self.grounded_fraction,
+            "solve_rate": self.solve_rate,
+            "grounded_fraction": self.grounded_fraction,
             "trial_solve_rates": list(self.trial_solve_rates),
             "trial_grounded_fractions": list(self.trial_grounded_fractions),
         }
@@ -84,8 +85,10 @@ class FlywheelReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "before": self.before.as_dict(), "after": self.after.as_dict(),
-            "withheld": self.withheld.as_dict(), "attribution_confirmed": self.attribution_confirmed,
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            "withheld": self.withheld.as_dict(),
+            "attribution_confirmed": self.attribution_confirmed,
         }
 
 
@@ -105,14 +108,17 @@ def _questions(questions: Any) -> list[QAItem]:
 
 def _same(produced: Any, expected: str) -> bool:
     # Judged on content, not on incidental case or spacing.
-    return isinstance(produced, str) and " ".join(produced.casefold().split()) == " ".join(
-        expected.casefold().split()
-    )
+    return isinstance(produced, str) and " ".join(produced.casefold().split()) == " ".join(expected.casefold().split())
 
 
 def _pass(
-    sub: Substrate, questions: Sequence[QAItem], answer_fn: Callable[[str, list[str]], Any], k: int,
-    min_credence: float | None, rollback: dict[str, BeliefItem | None], exclude: set[str],
+    sub: Substrate,
+    questions: Sequence[QAItem],
+    answer_fn: Callable[[str, list[str]], Any],
+    k: int,
+    min_credence: float | None,
+    rollback: dict[str, BeliefItem | None],
+    exclude: set[str],
 ) -> tuple[float, float]:
     correct = grounded = 0
     for qa in questions:

@@ -181,8 +181,9 @@ def _superseding(conn: Any, target: str | None = None) -> dict[str, list[str]]:
     return out
 
 
-def check_freshness(substrate: Any, item_id: str, *, max_age_s: float | None = None,
-                    now: float | None = None) -> Freshness:
+def check_freshness(
+    substrate: Any, item_id: str, *, max_age_s: float | None = None, now: float | None = None
+) -> Freshness:
     """Audit one item for the staleness signals; a three-state verdict (MXR-080-0267). Missing item -> STALE."""
     max_age_s, now = _check_args(max_age_s, now)
     if not isinstance(item_id, str) or not item_id:
@@ -219,8 +220,9 @@ def _rows(substrate: Any, scope: str | None) -> Iterator[tuple[str, str]]:
         params["after"] = rows[-1][2]
 
 
-def freshness_report(substrate: Any, *, max_age_s: float | None = None, scope: str | None = None,
-                     now: float | None = None) -> dict[str, Any]:
+def freshness_report(
+    substrate: Any, *, max_age_s: float | None = None, scope: str | None = None, now: float | None = None
+) -> dict[str, Any]:
     """Sweep the store: {n_items, n_fresh, n_stale, n_unverifiable, stale, unverifiable, signals}."""
     max_age_s, now = _check_args(max_age_s, now)
     if scope is not None and (not isinstance(scope, str) or not scope.strip()):
@@ -229,7 +231,13 @@ def freshness_report(substrate: Any, *, max_age_s: float | None = None, scope: s
         superseding = _superseding(c)
     auditor = _Auditor(max_age_s, now, superseding)
     report: dict[str, Any] = {
-        "n_items": 0, "n_fresh": 0, "n_stale": 0, "n_unverifiable": 0, "stale": [], "unverifiable": [], "signals": {},
+        "n_items": 0,
+        "n_fresh": 0,
+        "n_stale": 0,
+        "n_unverifiable": 0,
+        "stale": [],
+        "unverifiable": [],
+        "signals": {},
     }
     for item_id, doc in _rows(substrate, scope):
         verdict = auditor.audit(item_id, _safe_loads(doc))

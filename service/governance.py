@@ -66,8 +66,10 @@ class Governance:
 
     def __post_init__(self) -> None:
         # Own copies: a caller keeping a reference to what it passed in cannot edit the ACL or its trail.
-        self._approvers = {require_name(s, "scope"): {require_name(w, "approver") for w in ws}
-                           for s, ws in dict(self._approvers).items()}
+        self._approvers = {
+            require_name(s, "scope"): {require_name(w, "approver") for w in ws}
+            for s, ws in dict(self._approvers).items()
+        }
         self._grants = [dict(g) for g in self._grants]
 
     @property
@@ -124,8 +126,9 @@ def grant_approver(store: Substrate, who: str, scope: str, *, by: str) -> int:
         version = store.events.stream_version(stream)
         entry = stored_governance(store)._check_grant(who, scope, by)
         try:
-            return _append_as(store, [NewEvent(stream, ApproverGranted(**entry), scope=scope,
-                                               expected_version=version)], entry["by"])[0].seq
+            return _append_as(
+                store, [NewEvent(stream, ApproverGranted(**entry), scope=scope, expected_version=version)], entry["by"]
+            )[0].seq
         except ConcurrencyError:
             continue  # e.g. two bootstraps racing: the loser is re-checked against the winner's grant
     raise ConcurrencyError(stream, -1, f"approver grant on {scope!r} kept colliding; gave up")
@@ -188,8 +191,9 @@ def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> li
             item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
             event = PromotionProposed(item=item, entry=entry)
             try:
-                _append_as(substrate, [NewEvent(item_id, event, scope=live.item.scope,
-                                                expected_version=live.version)], by)
+                _append_as(
+                    substrate, [NewEvent(item_id, event, scope=live.item.scope, expected_version=live.version)], by
+                )
             except ConcurrencyError:
                 continue
             done.append(item_id)
@@ -218,8 +222,14 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
             raise GovernanceAuthorizationError(by, target, "approve promotion", f"item {item_id!r}")
         published, share = published_state(live, target, by, via="promotion")
         published = substrate._prepare(SubstrateItem(**published), None)
-        entry = {"status": "approved", "to": target, "from": pending_entry["from"], "by": by,
-                 "proposer": pending_entry["by"], "decides": pending_entry["seq"]}
+        entry = {
+            "status": "approved",
+            "to": target,
+            "from": pending_entry["from"],
+            "by": by,
+            "proposer": pending_entry["by"],
+            "decides": pending_entry["seq"],
+        }
         final = substrate._prepare(_with_history(published, [*entries, entry]), None)
         events = [
             NewEvent(item_id, ItemPublished(item=published, entry=share), scope=target, expected_version=live.version),
@@ -246,11 +256,20 @@ def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governanc
         target, proposer = pending_entry["to"], pending_entry["by"]
         if by != proposer and not gov.may_approve(by, target):
             raise GovernanceAuthorizationError(by, target, "reject promotion", "only the proposer or an approver may")
-        entry = {"status": "rejected", "to": target, "from": pending_entry["from"], "by": by, "proposer": proposer,
-                 "reason": reason, "withdrawn": by == proposer, "decides": pending_entry["seq"]}
+        entry = {
+            "status": "rejected",
+            "to": target,
+            "from": pending_entry["from"],
+            "by": by,
+            "proposer": proposer,
+            "reason": reason,
+            "withdrawn": by == proposer,
+            "decides": pending_entry["seq"],
+        }
         item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
-        event = NewEvent(item_id, PromotionRejected(item=item, entry=entry), scope=live.item.scope,
-                         expected_version=live.version)
+        event = NewEvent(
+            item_id, PromotionRejected(item=item, entry=entry), scope=live.item.scope, expected_version=live.version
+        )
         try:
             _append_as(substrate, [event], by)
         except ConcurrencyError:
@@ -311,8 +330,15 @@ def authorization_decision(
     if entry["status"] == "pending":
         raise ValueError(f"item {item_id!r} has a pending proposal and no decision yet")
     return AuthorizationDecision(
-        capability_id=capability_id, version=version, digest=digest if digest is not None else row[2],
-        item_id=item_id, scope=entry["to"], decision=entry["status"], authorized=entry["status"] == "approved",
-        decided_by=entry["by"], proposed_by=entry.get("proposer", entry["by"]), reason=entry.get("reason", ""),
+        capability_id=capability_id,
+        version=version,
+        digest=digest if digest is not None else row[2],
+        item_id=item_id,
+        scope=entry["to"],
+        decision=entry["status"],
+        authorized=entry["status"] == "approved",
+        decided_by=entry["by"],
+        proposed_by=entry.get("proposer", entry["by"]),
+        reason=entry.get("reason", ""),
         seq=int(row[1]),
     )

@@ -63,8 +63,13 @@ def create_app(
         app.state.store = store
     install_handlers(app)
 
-    @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness: is the database reachable",
-             responses={503: {**PROBLEM_RESPONSES[422], "description": "The database is unreachable"}})
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        tags=["service"],
+        summary="Liveness: is the database reachable",
+        responses={503: {**PROBLEM_RESPONSES[422], "description": "The database is unreachable"}},
+    )
     def healthz(request: Request) -> Any:
         """200 with the log head when the database answers; 503 otherwise (no token needed)."""
         try:

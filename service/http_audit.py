@@ -24,19 +24,28 @@ def events(
     caller: CallerDep,
     after: Annotated[int, Query(ge=0, le=2**62, description="only events with seq greater than this")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    stream: Annotated[str | None, Query(max_length=512, description="only this stream (an item id, ...)"),
-                      AfterValidator(storable)] = None,
-    event_type: Annotated[str | None, Query(alias="type", max_length=128, description="e.g. ItemUpdated"),
-                          AfterValidator(storable)] = None,
+    stream: Annotated[
+        str | None, Query(max_length=512, description="only this stream (an item id, ...)"), AfterValidator(storable)
+    ] = None,
+    event_type: Annotated[
+        str | None, Query(alias="type", max_length=128, description="e.g. ItemUpdated"), AfterValidator(storable)
+    ] = None,
     as_of: AsOf = None,
 ) -> EventPage:
     """Events whose scope the caller may read, in seq order (filtered and paged in SQL); ``as_of`` ends the log there."""
     at = parse_as_of(as_of)
     until = None if at is None else resolve_position(caller.live, at)
-    rows = list(caller.live.events.read(
-        since=after, until=until, stream=stream, types=[event_type] if event_type else None, limit=limit,
-        batch=limit, scopes=caller.readable,
-    ))
+    rows = list(
+        caller.live.events.read(
+            since=after,
+            until=until,
+            stream=stream,
+            types=[event_type] if event_type else None,
+            limit=limit,
+            batch=limit,
+            scopes=caller.readable,
+        )
+    )
     page = [EventOut(**e.as_dict()) for e in rows]
     return EventPage(events=page, next_after=rows[-1].seq if len(rows) == limit else None)
 

@@ -90,6 +90,7 @@ def install_handlers(app: FastAPI) -> None:
     def status(code: int) -> Any:
         async def handler(request: Request, exc: Exception) -> JSONResponse:
             return problem_response(code, _message(exc))
+
         return handler
 
     async def data(request: Request, exc: DataError) -> JSONResponse:

@@ -29,10 +29,12 @@ router = APIRouter(tags=["ingest"])
 _BODY = {
     "requestBody": {
         "required": True,
-        "description": "JSON Lines: a string or {\"text\", \"tags\"?, \"payload\"?} per line becomes a text item; "
+        "description": 'JSON Lines: a string or {"text", "tags"?, "payload"?} per line becomes a text item; '
         "any other object (or array) a record.",
-        "content": {"application/x-ndjson": {"schema": {"type": "string"}},
-                    "text/plain": {"schema": {"type": "string"}}},
+        "content": {
+            "application/x-ndjson": {"schema": {"type": "string"}},
+            "text/plain": {"schema": {"type": "string"}},
+        },
     }
 }
 
@@ -54,8 +56,9 @@ def _parse(line: int, raw: bytes, source: str, failed: list[dict[str, Any]]) -> 
     return None
 
 
-def _ingest_batch(caller: Caller, rows: Sequence[tuple[int, bytes]], scope: str, source: str,
-                  failed: list[dict[str, Any]]) -> IngestReceipt:
+def _ingest_batch(
+    caller: Caller, rows: Sequence[tuple[int, bytes]], scope: str, source: str, failed: list[dict[str, Any]]
+) -> IngestReceipt:
     """Parse one batch of lines; documents and records go to the library's bulk ingest (ids keyed on line)."""
     docs: list[Any] = []
     doc_lines: list[int] = []
@@ -75,8 +78,7 @@ def _ingest_batch(caller: Caller, rows: Sequence[tuple[int, bytes]], scope: str,
     if docs:
         receipt = receipt.merge(ingest_documents(caller.store, docs, source=source, scope=scope, indices=doc_lines))
     if records:
-        receipt = receipt.merge(ingest_records(caller.store, records, source=source, scope=scope,
-                                               indices=record_lines))
+        receipt = receipt.merge(ingest_records(caller.store, records, source=source, scope=scope, indices=record_lines))
     return receipt
 
 
@@ -84,11 +86,18 @@ def _ingest_batch(caller: Caller, rows: Sequence[tuple[int, bytes]], scope: str,
 async def ingest(
     caller: CallerDep,
     request: Request,
-    scope: Annotated[str | None, Query(max_length=512, description="target scope (default: home)"),
-                     AfterValidator(storable)] = None,
-    source: Annotated[str | None, Query(max_length=256, description="source label; re-uploading the same "
-                                        "source into the same scope revises its items (default: a fresh label)"),
-                      AfterValidator(storable)] = None,
+    scope: Annotated[
+        str | None, Query(max_length=512, description="target scope (default: home)"), AfterValidator(storable)
+    ] = None,
+    source: Annotated[
+        str | None,
+        Query(
+            max_length=256,
+            description="source label; re-uploading the same "
+            "source into the same scope revises its items (default: a fresh label)",
+        ),
+        AfterValidator(storable),
+    ] = None,
 ) -> IngestOut:
     """Stream the body line by line; each batch is secret-guarded and appended in one transaction; bad lines fail alone."""
     target = scope if scope is not None else caller.name

@@ -37,8 +37,9 @@ __all__ = ["AsOf", "item_out", "router"]
 
 AsOf = Annotated[
     str | None,
-    Query(max_length=64, description="read the store as it was after this log position (integer) or at this "
-          "ISO-8601 time"),
+    Query(
+        max_length=64, description="read the store as it was after this log position (integer) or at this ISO-8601 time"
+    ),
 ]
 _MAX_POS = 2**62
 
@@ -164,10 +165,7 @@ def list_items(
 
 
 @router.get("/items/{item_id}/history", response_model=HistoryOut, summary="Who changed an item, and when")
-def item_history(
-    caller: CallerDep,
-    item_id: PathText, request: Request, as_of: AsOf = None
-) -> HistoryOut:
+def item_history(caller: CallerDep, item_id: PathText, request: Request, as_of: AsOf = None) -> HistoryOut:
     """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history."""
     with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
         events = list(caller.live.events.read(stream=item_id, until=seq))
@@ -178,7 +176,11 @@ def item_history(
     readable = caller.principal.readable
     changes = [
         Change(
-            seq=e.seq, type=e.type, principal=e.principal, scope=e.scope, event_id=e.event_id,
+            seq=e.seq,
+            type=e.type,
+            principal=e.principal,
+            scope=e.scope,
+            event_id=e.event_id,
             recorded_at=e.recorded_at.isoformat() if e.recorded_at else None,
             fields=e.data.get("fields"),
             digest=item_digest(e.data["item"]) if isinstance(e.data.get("item"), dict) else None,

@@ -44,15 +44,17 @@ def search(caller: CallerDep, body: SearchIn, request: Request, as_of: AsOf = No
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Cross-kind retrieval")
-def retrieve_items(
-    caller: CallerDep,
-    body: RetrieveIn, request: Request, as_of: AsOf = None
-) -> RetrieveOut:
+def retrieve_items(caller: CallerDep, body: RetrieveIn, request: Request, as_of: AsOf = None) -> RetrieveOut:
     """Per-kind searches merged (diversified round-robin or flat), with validated per-kind weights."""
     with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
-        found = retrieve(_reader(caller, view, body.scope), body.query, k=body.k,
-                         kinds=list(body.kinds) if body.kinds is not None else None, weights=body.weights,
-                         diversify=body.diversify)
+        found = retrieve(
+            _reader(caller, view, body.scope),
+            body.query,
+            k=body.k,
+            kinds=list(body.kinds) if body.kinds is not None else None,
+            weights=body.weights,
+            diversify=body.diversify,
+        )
     hits = [Hit(item=item_out(h.item), score=h.score) for h in found.hits]
     return RetrieveOut(query=found.query, hits=hits, kinds=found.kinds(), as_of=seq)
 
@@ -62,10 +64,12 @@ def context(caller: CallerDep, body: ContextIn, request: Request, as_of: AsOf = 
     """The most relevant readable items packed so the rendering fits ``max_chars`` (MXR-080-0239)."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.max_items, shape=body.shape)
     with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
-        packet = assemble_context(_reader(caller, view, body.scope), body.task, budget=budget, kind=body.kind,
-                                  compress=body.compress)
-    return ContextOut(text=packet.render(), packet=packet.as_dict(), items=[item_out(i) for i in packet.items],
-                      as_of=seq)
+        packet = assemble_context(
+            _reader(caller, view, body.scope), body.task, budget=budget, kind=body.kind, compress=body.compress
+        )
+    return ContextOut(
+        text=packet.render(), packet=packet.as_dict(), items=[item_out(i) for i in packet.items], as_of=seq
+    )
 
 
 @router.post("/ask", response_model=AnswerOut, summary="Answer a question (extractive, cited)")
@@ -73,8 +77,14 @@ def ask(caller: CallerDep, body: AskIn, request: Request, as_of: AsOf = None) ->
     """The evidence sentences that best support the question, with citations; abstains when evidence is thin."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.k)
     with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
-        answer = answer_from_substrate(_reader(caller, view, body.scope), body.question, extractive_answerer,
-                                       budget=budget, hops=body.hops, min_confidence=body.min_confidence)
+        answer = answer_from_substrate(
+            _reader(caller, view, body.scope),
+            body.question,
+            extractive_answerer,
+            budget=budget,
+            hops=body.hops,
+            min_confidence=body.min_confidence,
+        )
     out = answer.as_dict()
     if not out["answer"]:  # the extractive answerer found no supporting sentence: an abstention
         out.update(answer=None, abstained=True, note="abstained: no evidence sentence shares a term with the question")

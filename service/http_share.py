@@ -41,8 +41,14 @@ def publish_items(caller: CallerDep, body: PublishIn) -> PublishOut:
     caller.require_write(body.to, f"scope {body.to!r}")
     if body.from_scope is not None:
         caller.require_read(body.from_scope, f"scope {body.from_scope!r}")
-    done = publish(caller.store, body.ids, to=body.to, by=caller.name, from_scope=body.from_scope,
-                   policy=stored_policy(caller.live, live=True))
+    done = publish(
+        caller.store,
+        body.ids,
+        to=body.to,
+        by=caller.name,
+        from_scope=body.from_scope,
+        policy=stored_policy(caller.live, live=True),
+    )
     return PublishOut(published=done, seq=_seq(caller))
 
 
@@ -53,8 +59,15 @@ def merge(caller: CallerDep, body: MergeIn) -> Written:
         item = caller.live.get(item_id)
         if item is None or not caller.principal.can_read(item.scope):
             raise not_found(f"item {item_id!r} not found")
-    kept = merge_versions(caller.store, body.keep, body.other, by=caller.name, prefer=body.prefer,
-                          policy=stored_policy(caller.live, live=True), confirm=body.confirm)
+    kept = merge_versions(
+        caller.store,
+        body.keep,
+        body.other,
+        by=caller.name,
+        prefer=body.prefer,
+        policy=stored_policy(caller.live, live=True),
+        confirm=body.confirm,
+    )
     if kept is None:  # removed by a concurrent writer after the check above
         raise not_found(f"item {body.keep!r} or {body.other!r} not found")
     return Written(id=kept, seq=_seq(caller))
@@ -94,8 +107,13 @@ def _visible_proposal(caller: Caller, item_id: PathText) -> None:
 def approve_proposal(caller: CallerDep, item_id: PathText, body: ApproveIn | None = None) -> DecisionOut:
     """Publish the pending item into its proposed scope (the caller must be an approver there)."""
     _visible_proposal(caller, item_id)
-    if not approve(caller.store, item_id, by=caller.name, governance=stored_governance(caller.live),
-                   to=body.to if body is not None else None):
+    if not approve(
+        caller.store,
+        item_id,
+        by=caller.name,
+        governance=stored_governance(caller.live),
+        to=body.to if body is not None else None,
+    ):
         raise ProblemError(409, f"item {item_id!r} has no pending proposal")
     return DecisionOut(id=item_id, status="approved", seq=_seq(caller))
 
@@ -104,8 +122,13 @@ def approve_proposal(caller: CallerDep, item_id: PathText, body: ApproveIn | Non
 def reject_proposal(caller: CallerDep, item_id: PathText, body: RejectIn | None = None) -> DecisionOut:
     """Refuse the pending promotion (its proposer withdraws, or an approver of the target rejects)."""
     _visible_proposal(caller, item_id)
-    if not reject(caller.store, item_id, by=caller.name, governance=stored_governance(caller.live),
-                  reason=body.reason if body is not None else ""):
+    if not reject(
+        caller.store,
+        item_id,
+        by=caller.name,
+        governance=stored_governance(caller.live),
+        reason=body.reason if body is not None else "",
+    ):
         raise ProblemError(409, f"item {item_id!r} has no pending proposal")
     return DecisionOut(id=item_id, status="rejected", seq=_seq(caller))
 

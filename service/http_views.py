@@ -32,8 +32,9 @@ def parse_as_of(value: str | None) -> int | datetime | None:
     try:
         return datetime.fromisoformat(raw)
     except ValueError:
-        raise ProblemError(422, f"as_of must be a log position (integer) or an ISO-8601 datetime, got {value!r}") \
-            from None
+        raise ProblemError(
+            422, f"as_of must be a log position (integer) or an ISO-8601 datetime, got {value!r}"
+        ) from None
 
 
 class AsOfViews:

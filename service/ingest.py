@@ -75,22 +75,32 @@ def _checked_indices(values: Any, indices: Any, name: str) -> Any:
 def _doc_item(doc: Any, scope: str, prov: dict[str, Any]) -> Callable[[str], SubstrateItem]:
     def build(item_id: str) -> SubstrateItem:
         body, tags, payload = doc_fields(doc)
-        return SubstrateItem(kind="text", text=body, payload=payload, provenance=dict(prov), scope=scope,
-                             tags=tags, id=item_id)
+        return SubstrateItem(
+            kind="text", text=body, payload=payload, provenance=dict(prov), scope=scope, tags=tags, id=item_id
+        )
+
     return build
 
 
-def _record_item(record: Any, scope: str, prov: dict[str, Any], text_fields: Sequence[str] | None
-                 ) -> Callable[[str], SubstrateItem]:
+def _record_item(
+    record: Any, scope: str, prov: dict[str, Any], text_fields: Sequence[str] | None
+) -> Callable[[str], SubstrateItem]:
     def build(item_id: str) -> SubstrateItem:
         body, payload = record_fields(record, text_fields)
-        return SubstrateItem(kind="record", text=body, payload=payload, provenance=dict(prov), scope=scope,
-                             id=item_id)
+        return SubstrateItem(kind="record", text=body, payload=payload, provenance=dict(prov), scope=scope, id=item_id)
+
     return build
 
 
-def ingest_documents(substrate: Any, docs: Iterable[Any], *, source: str = "documents", scope: str = DEFAULT_SCOPE,
-                     indices: Iterable[int] | None = None, progress: Progress | None = None) -> IngestReceipt:
+def ingest_documents(
+    substrate: Any,
+    docs: Iterable[Any],
+    *,
+    source: str = "documents",
+    scope: str = DEFAULT_SCOPE,
+    indices: Iterable[int] | None = None,
+    progress: Progress | None = None,
+) -> IngestReceipt:
     """Add text passages (strings or {"text", "tags", "payload"} dicts) as kind="text" items; bad docs -> .failed."""
     _check(scope, source)
     indices = _checked_indices(docs, indices, "docs")
@@ -104,16 +114,25 @@ def ingest_documents(substrate: Any, docs: Iterable[Any], *, source: str = "docu
 def _check_text_fields(text_fields: Any) -> list[str] | None:
     if text_fields is None:
         return None
-    if isinstance(text_fields, (str, bytes)) or not isinstance(text_fields, (list, tuple)) or not all(
-        isinstance(f, str) for f in text_fields
+    if (
+        isinstance(text_fields, (str, bytes))
+        or not isinstance(text_fields, (list, tuple))
+        or not all(isinstance(f, str) for f in text_fields)
     ):
         raise InvalidArgument(f"text_fields must be a list of field names, got {text_fields!r}")
     return list(text_fields)
 
 
-def ingest_records(substrate: Any, records: Iterable[Any], *, source: str = "records", scope: str = DEFAULT_SCOPE,
-                   text_fields: Sequence[str] | None = None, indices: Iterable[int] | None = None,
-                   progress: Progress | None = None) -> IngestReceipt:
+def ingest_records(
+    substrate: Any,
+    records: Iterable[Any],
+    *,
+    source: str = "records",
+    scope: str = DEFAULT_SCOPE,
+    text_fields: Sequence[str] | None = None,
+    indices: Iterable[int] | None = None,
+    progress: Progress | None = None,
+) -> IngestReceipt:
     """Add records (dicts or tuples) as kind="record" items, searchable by text_fields; bad records -> .failed."""
     _check(scope, source)
     fields = _check_text_fields(text_fields)
@@ -140,8 +159,15 @@ def _open_source(path: Any, source: Any, scope: Any) -> tuple[str, str, dict[str
     return resolved, src, {"source": src, "path": resolved, "content_hash": digest}
 
 
-def ingest_file(substrate: Any, path: str | os.PathLike[str], *, kind: str | None = None, source: str | None = None,
-                scope: str = DEFAULT_SCOPE, progress: Progress | None = None) -> IngestReceipt:
+def ingest_file(
+    substrate: Any,
+    path: str | os.PathLike[str],
+    *,
+    kind: str | None = None,
+    source: str | None = None,
+    scope: str = DEFAULT_SCOPE,
+    progress: Progress | None = None,
+) -> IngestReceipt:
     """Ingest a .txt/.md (a text item per non-blank line), .jsonl (text or record per line) or .csv (record per row).
 
     ``kind`` forces the format (text, jsonl, csv, trace). Ids come from (source, 1-based line), so a re-ingest
@@ -164,8 +190,14 @@ def ingest_file(substrate: Any, path: str | os.PathLike[str], *, kind: str | Non
         return batch.finish()
 
 
-def ingest_traces(substrate: Any, jsonl_path: str | os.PathLike[str], *, source: str | None = None,
-                  scope: str = DEFAULT_SCOPE, progress: Progress | None = None) -> IngestReceipt:
+def ingest_traces(
+    substrate: Any,
+    jsonl_path: str | os.PathLike[str],
+    *,
+    source: str | None = None,
+    scope: str = DEFAULT_SCOPE,
+    progress: Progress | None = None,
+) -> IngestReceipt:
     """Index a .jsonl of {"input", "answer"/"label"/"call"} rows as kind="trace" items; bad rows -> .failed."""
     resolved, src, prov = _open_source(jsonl_path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
@@ -176,8 +208,14 @@ def ingest_traces(substrate: Any, jsonl_path: str | os.PathLike[str], *, source:
 
             def build(item_id: str, row: Any = row, line: int = line) -> SubstrateItem:
                 body, payload = trace_fields(row)
-                return SubstrateItem(kind="trace", text=body, payload=payload, scope=scope, id=item_id,
-                                     provenance={**prov, "position": line})
+                return SubstrateItem(
+                    kind="trace",
+                    text=body,
+                    payload=payload,
+                    scope=scope,
+                    id=item_id,
+                    provenance={**prov, "position": line},
+                )
 
             batch.add(line, line, build)
         return batch.finish()
@@ -206,8 +244,13 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def ingest_artifacts(substrate: Any, registry_root: str | os.PathLike[str], *, scope: str = DEFAULT_SCOPE,
-                     progress: Progress | None = None) -> IngestReceipt:
+def ingest_artifacts(
+    substrate: Any,
+    registry_root: str | os.PathLike[str],
+    *,
+    scope: str = DEFAULT_SCOPE,
+    progress: Progress | None = None,
+) -> IngestReceipt:
     """Index every artifact directory (one holding manifest.json) under registry_root; bad manifests -> .failed."""
     require_name(scope, "scope")
     if not isinstance(registry_root, (str, os.PathLike)) or not Path(registry_root).is_dir():
@@ -219,15 +262,24 @@ def ingest_artifacts(substrate: Any, registry_root: str | os.PathLike[str], *, s
 
             def build(item_id: str, manifest_path: Path = manifest_path, directory: str = directory) -> SubstrateItem:
                 manifest = _read_manifest(manifest_path)
-                prov: dict[str, Any] = {"source": directory, "manifest_path": str(manifest_path),
-                                        "content_hash": content_hash(manifest_path)}
+                prov: dict[str, Any] = {
+                    "source": directory,
+                    "manifest_path": str(manifest_path),
+                    "content_hash": content_hash(manifest_path),
+                }
                 if isinstance(manifest.get("lineage"), dict):
                     prov["lineage"] = manifest["lineage"]
                 if artifact_kind(manifest) is not None:
                     prov["artifact_kind"] = artifact_kind(manifest)
                 name = manifest["name"] if isinstance(manifest.get("name"), str) else manifest_path.parent.name
-                return SubstrateItem(kind="artifact", text=manifest_summary(name, manifest), payload={"ref": directory},
-                                     provenance=prov, scope=scope, id=item_id)
+                return SubstrateItem(
+                    kind="artifact",
+                    text=manifest_summary(name, manifest),
+                    payload={"ref": directory},
+                    provenance=prov,
+                    scope=scope,
+                    id=item_id,
+                )
 
             batch.add(None, "manifest", build, source=directory, where=str(manifest_path))
         return batch.finish()

@@ -62,8 +62,14 @@ class IngestReceipt(list[str]):
     ``position`` is the log position of the last batch appended.
     """
 
-    def __init__(self, ids: Iterable[str] = (), *, failed: Iterable[dict[str, Any]] = (),
-                 revised: Iterable[str] = (), position: int = 0) -> None:
+    def __init__(
+        self,
+        ids: Iterable[str] = (),
+        *,
+        failed: Iterable[dict[str, Any]] = (),
+        revised: Iterable[str] = (),
+        position: int = 0,
+    ) -> None:
         super().__init__(ids)
         self.failed: list[IngestFailure] = [f if isinstance(f, IngestFailure) else IngestFailure(f) for f in failed]
         self.revised: list[str] = list(revised)
@@ -90,8 +96,12 @@ class IngestReceipt(list[str]):
     def as_dict(self) -> dict[str, Any]:
         """The JSON summary: counts, then every failure."""
         return {
-            "ingested": len(self), "new": self.n_new, "revised": len(self.revised),
-            "failed": len(self.failed), "failures": list(self.failed), "position": self.position,
+            "ingested": len(self),
+            "new": self.n_new,
+            "revised": len(self.revised),
+            "failed": len(self.failed),
+            "failures": list(self.failed),
+            "position": self.position,
         }
 
     def __repr__(self) -> str:
@@ -122,8 +132,14 @@ class BatchWriter:
         self.receipt.failed.append(IngestFailure(source=source or self.source, line=line, reason=reason))
         self._tick()
 
-    def add(self, line: int | None, position: Any, build: Callable[[str], SubstrateItem],
-            source: str | None = None, where: str | None = None) -> None:
+    def add(
+        self,
+        line: int | None,
+        position: Any,
+        build: Callable[[str], SubstrateItem],
+        source: str | None = None,
+        where: str | None = None,
+    ) -> None:
         try:
             item = build(stable_id(self.scope, source or self.source, position))
             self._pending.append(self.store._prepare(item, None, fresh=True))  # validated by its constructor

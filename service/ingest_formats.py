@@ -27,10 +27,15 @@ __all__ = [
 
 # kind= value (or file extension) -> canonical format name.
 FORMATS: dict[str, str] = {
-    "text": "text", "txt": "text", "md": "text", "markdown": "text",
-    "jsonl": "jsonl", "ndjson": "jsonl",
+    "text": "text",
+    "txt": "text",
+    "md": "text",
+    "markdown": "text",
+    "jsonl": "jsonl",
+    "ndjson": "jsonl",
     "csv": "csv",
-    "trace": "trace", "traces": "trace",
+    "trace": "trace",
+    "traces": "trace",
 }
 _TRACE_OUTPUTS = ("answer", "label", "call")
 
@@ -170,8 +175,10 @@ def doc_fields(doc: Any) -> tuple[str, list[str], dict[str, Any]]:
     if not isinstance(text, str):
         raise ValueError(f"document 'text' must be a string, got {type(text).__name__}")
     tags = doc.get("tags") or []
-    if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)) or not all(
-        isinstance(t, str) for t in tags
+    if (
+        isinstance(tags, (str, bytes))
+        or not isinstance(tags, (list, tuple))
+        or not all(isinstance(t, str) for t in tags)
     ):
         raise ValueError(f"document 'tags' must be a list of strings, got {tags!r}"[:200])
     payload = doc.get("payload") or {}

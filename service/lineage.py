@@ -58,9 +58,16 @@ class LineageReport:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-serializable lineage report."""
         return {
-            "item_id": self.item_id, "state": self.state.value, "intact": self.intact, "n_links": self.n_links,
-            "dangling": list(self.dangling), "cycles": list(self.cycles), "unverified": list(self.unverified),
-            "truncated": list(self.truncated), "depth": self.depth, "visited": self.visited,
+            "item_id": self.item_id,
+            "state": self.state.value,
+            "intact": self.intact,
+            "n_links": self.n_links,
+            "dangling": list(self.dangling),
+            "cycles": list(self.cycles),
+            "unverified": list(self.unverified),
+            "truncated": list(self.truncated),
+            "depth": self.depth,
+            "visited": self.visited,
         }
 
 
@@ -181,8 +188,9 @@ def _check(scope: Any, policy: Any) -> Any:
     return policy
 
 
-def verify_lineage(substrate: Any, item_id: str, *, max_depth: int = 20, scope: str | None = None,
-                   policy: Any = None) -> LineageReport:
+def verify_lineage(
+    substrate: Any, item_id: str, *, max_depth: int = 20, scope: str | None = None, policy: Any = None
+) -> LineageReport:
     """Walk item_id's derived_from ancestry (cycle-safe, depth-capped, scope-authorized); a three-state verdict."""
     require_count(max_depth, "max_depth")
     if not isinstance(item_id, str) or not item_id:
@@ -198,8 +206,9 @@ def _finding(report: LineageReport) -> dict[str, Any]:
     return {"item_id": report.item_id, "unverified": list(report.unverified), "truncated": list(report.truncated)}
 
 
-def audit_substrate(substrate: Any, *, scope: str | None = None, policy: Any = None,
-                    max_depth: int = 20) -> dict[str, Any]:
+def audit_substrate(
+    substrate: Any, *, scope: str | None = None, policy: Any = None, max_depth: int = 20
+) -> dict[str, Any]:
     """Sweep every item (of ``scope``): {n_items, n_intact, n_broken, n_unverified, broken, unverified}.
 
     ``broken`` holds {item_id, dangling, cycles} per item, ``unverified`` holds {item_id, unverified, truncated}.

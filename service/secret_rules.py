@@ -41,8 +41,16 @@ _SEP = r"""\\?["']?[ \t]{0,8}+(?::=|=>|[:=])[ \t]{0,8}+\\?["']?"""
 # (an all-caps run has no visible word boundary: AKIAIOSFODNN7EXAMPLE, ...CYEXAMPLEKEY). A case-insensitive
 # substring would drop real random tokens that happen to spell one ("...1lFaKe").
 _PLACEHOLDER_WORDS_RX = (
-    ("example",), ("dummy",), ("sample",), ("placeholder",), ("change", "me"), ("change", "it"), ("replace", "me"),
-    ("redacted",), ("masked",), ("fake",),
+    ("example",),
+    ("dummy",),
+    ("sample",),
+    ("placeholder",),
+    ("change", "me"),
+    ("change", "it"),
+    ("replace", "me"),
+    ("redacted",),
+    ("masked",),
+    ("fake",),
 )
 # A lowercase placeholder word may run on into a credential word: examplekey, dummypassword, fakesecret.
 _LOWER_COMPOUND = r"(?:key|token|secret|pass|pwd|here|value|api|user|id)"
@@ -102,7 +110,9 @@ _KEY_NAME = re.compile(r"(?:access|secret|api|private|auth)[_\-]?key(?:[_\-]?id)
 _PLAIN_WORDS = re.compile(r"[a-z]{1,64}(?:[_\-][a-z]{1,64}){0,8}")
 # Words in CamelCase, maybe a dotted path of them (NextMarker, nextMarker, DistributionList.NextMarker): a field's
 # name. Random letters rarely alternate so (each capital followed by small letters): tokens carry digits anyway.
-_CAMEL_WORDS = re.compile(r"(?:[a-z]{1,32}|[A-Z][a-z]{1,32})(?:[A-Z][a-z]{1,32}){0,12}(?:\.(?:[A-Z][a-z]{1,32}){1,12}){0,4}")
+_CAMEL_WORDS = re.compile(
+    r"(?:[a-z]{1,32}|[A-Z][a-z]{1,32})(?:[A-Z][a-z]{1,32}){0,12}(?:\.(?:[A-Z][a-z]{1,32}){1,12}){0,4}"
+)
 _CAPS_WORD = re.compile(r"[A-Z]{2,16}")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+")
 _SHORT_WORDS = frozenset({"id", "of", "to", "by", "at", "in", "on", "is", "or", "an"})
@@ -115,6 +125,8 @@ def _field_name(value: str) -> bool:
         return False
     parts = _CAMEL_PART.findall(value)
     return all(p.lower() in _SHORT_WORDS or (len(p) >= 3 and any(c in "aeiouy" for c in p.lower())) for p in parts)
+
+
 # A type's name as an unquoted annotation (private_key: PKCS7PrivateKeyTypes, token: Optional[AuthToken]).
 _TYPE_NAME = re.compile(
     r"(?:Optional\[|Union\[)?[A-Z][A-Za-z0-9_]{0,64}(?:Type|Types|Class|Protocol|Enum|Dict|List|Str|Bytes|Info)\]?,?"
@@ -137,7 +149,17 @@ _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
 # How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
 # so cannot match _KEY_TAIL, and the reversed key tells that with one anchored match.
 _KEYWORD_TAILS = (
-    "word", "wd", "phrase", "pass", "secret", "token", "auth", "key", "creds", "credentials", "credential",
+    "word",
+    "wd",
+    "phrase",
+    "pass",
+    "secret",
+    "token",
+    "auth",
+    "key",
+    "creds",
+    "credentials",
+    "credential",
 )
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
@@ -360,8 +382,20 @@ _AUTH_SCHEMES = frozenset(
 
 
 _CLI_PLACEHOLDERS = _PLACEHOLDER_WORDS | {
-    "test", "changeit", "changeme", "secret123", "username", "user",
-    "option", "options", "flag", "flags", "argument", "arguments", "parameter", "parameters",  # prose about flags
+    "test",
+    "changeit",
+    "changeme",
+    "secret123",
+    "username",
+    "user",
+    "option",
+    "options",
+    "flag",
+    "flags",
+    "argument",
+    "arguments",
+    "parameter",
+    "parameters",  # prose about flags
 }
 
 
@@ -755,7 +789,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "huggingface_token",
-        _regex(_L + r"hf_[A-Za-z0-9]{30,40}+" + _R, _L + r"api_org_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word),
+        _regex(
+            _L + r"hf_[A-Za-z0-9]{30,40}+" + _R, _L + r"api_org_[A-Za-z0-9]{30,40}+" + _R, check=_not_lowercase_word
+        ),
         anchors=(r"_(?<=hf_)", r"_(?<=api_)org_"),
     ),
     Rule("twilio_api_key", _regex(_L + r"SK[0-9a-fA-F]{32}" + _R, check=_mixed), anchors=(r"SK[0-9a-fA-F]{32}",)),
@@ -815,8 +851,14 @@ RULES: tuple[Rule, ...] = (
         _regex(_L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,100}+"),
         anchors=(r"\.atlasv1\.",),
     ),
-    Rule("age_secret_key", _regex(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"), anchors=("AGE-SECRET-KEY-1",)),
-    Rule("linear_api_key", _regex(_L + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _R), anchors=(r"_(?<=lin_)(?:api|oauth)_",)),
+    Rule(
+        "age_secret_key",
+        _regex(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        anchors=("AGE-SECRET-KEY-1",),
+    ),
+    Rule(
+        "linear_api_key", _regex(_L + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _R), anchors=(r"_(?<=lin_)(?:api|oauth)_",)
+    ),
     Rule(
         "notion_token",
         _regex(_L + r"secret_[A-Za-z0-9]{43}" + _R, _L + r"ntn_[0-9]{11}[A-Za-z0-9]{35}" + _R, check=_mixed),
@@ -859,8 +901,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "keyed_uuid_token",
         _regex(
-            r"(?<![A-Za-z0-9])(?i:(?:snyk|squarespace)[\w.\-]{0,20}?(?:key|token|secret))" + _GLUE_VALUE
-            + r"(?P<s>" + _UUID.pattern + r")" + _R,
+            r"(?<![A-Za-z0-9])(?i:(?:snyk|squarespace)[\w.\-]{0,20}?(?:key|token|secret))"
+            + _GLUE_VALUE
+            + r"(?P<s>"
+            + _UUID.pattern
+            + r")"
+            + _R,
             check=lambda _m, s: not low_entropy(s.replace("-", "")),
         ),
         keywords=("key", "token", "secret"),
@@ -868,8 +914,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "sonar_token",
         _regex(
-            r"(?:(?<=-D)|(?<![A-Za-z0-9]))(?i:sonar[_.\-]?(?:login|token))" + _GLUE_VALUE
-            + r"(?P<s>(?:sq[pua]_)?[A-Za-z0-9]{40})" + _R,
+            r"(?:(?<=-D)|(?<![A-Za-z0-9]))(?i:sonar[_.\-]?(?:login|token))"
+            + _GLUE_VALUE
+            + r"(?P<s>(?:sq[pua]_)?[A-Za-z0-9]{40})"
+            + _R,
             check=_random,
         ),
         keywords=("login", "token"),
@@ -1109,8 +1157,10 @@ RULES: tuple[Rule, ...] = (
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
-            check=lambda m, secret: sensitive_key(m.group("k"))
-            and assignment_value_ok(secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None),
+            check=lambda m, secret: (
+                sensitive_key(m.group("k"))
+                and assignment_value_ok(secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None)
+            ),
         ),
         anchors=(
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",

@@ -78,8 +78,15 @@ def published_state(live: _Live, to: str, by: str, **entry_extra: Any) -> tuple[
     version = version_of(item) + 1
     provenance = {**item.provenance, "published_by": by, "published_from": item.scope, SHARE_VERSION: version}
     published = dataclasses.replace(item, scope=to, provenance=provenance)
-    entry = {"action": "publish", "by": by, "from": item.scope, "to": to, "version": version,
-             "revision": live.digest, **entry_extra}
+    entry = {
+        "action": "publish",
+        "by": by,
+        "from": item.scope,
+        "to": to,
+        "version": version,
+        "revision": live.digest,
+        **entry_extra,
+    }
     return published.to_json(), entry
 
 
@@ -113,8 +120,14 @@ def publish(
             if row.item.scope not in readable:
                 continue
             data, entry = published_state(row, to, by)
-            events.append(NewEvent(item_id, ItemPublished(item=substrate._prepare(SubstrateItem(**data), None),
-                                                          entry=entry), scope=to, expected_version=row.version))
+            events.append(
+                NewEvent(
+                    item_id,
+                    ItemPublished(item=substrate._prepare(SubstrateItem(**data), None), entry=entry),
+                    scope=to,
+                    expected_version=row.version,
+                )
+            )
             done.append(item_id)
         try:
             _append_as(substrate, events, by)
@@ -144,7 +157,12 @@ def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[
         derived_from=_union(k.derived_from, o.derived_from, drop=ids),
     )
     entry = {
-        "action": "merge", "by": by, "from": o.scope, "to": k.scope, "version": version, "prefer": prefer.value,
+        "action": "merge",
+        "by": by,
+        "from": o.scope,
+        "to": k.scope,
+        "version": version,
+        "prefer": prefer.value,
         "winner": winner.id,
         "parents": [
             {"id": k.id, "revision": keep.digest, "scope": k.scope, "version": vk},
@@ -212,8 +230,12 @@ def merge_versions(
         by, strategy = _check_merge(keep.item, other.item, by, policy, prefer, confirm)
         data, entry = _merged(keep, other, by, strategy)
         events = [
-            NewEvent(keep_id, ItemsMerged(item=substrate._prepare(SubstrateItem(**data), None), removed=other_id,
-                                          entry=entry), scope=keep.item.scope, expected_version=keep.version),
+            NewEvent(
+                keep_id,
+                ItemsMerged(item=substrate._prepare(SubstrateItem(**data), None), removed=other_id, entry=entry),
+                scope=keep.item.scope,
+                expected_version=keep.version,
+            ),
             NewEvent(other_id, ItemRemoved(id=other_id), scope=other.item.scope, expected_version=other.version),
         ]
         try:

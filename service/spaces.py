@@ -89,5 +89,6 @@ class Space:
 
     def publish(self, ids: Sequence[str], *, to: str = PUBLIC, by: str | None = None) -> list[str]:
         """Share this team's own-scope items into ``to`` (audited); ``by`` must hold its own grants on the policy."""
-        return publish(self.substrate, ids, to=to, by=self.team if by is None else by, from_scope=self.team,
-                       policy=self.policy)
+        return publish(
+            self.substrate, ids, to=to, by=self.team if by is None else by, from_scope=self.team, policy=self.policy
+        )

@@ -74,7 +74,9 @@ class TokenInfo:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "principal": self.principal, "label": self.label,
+            "id": self.id,
+            "principal": self.principal,
+            "label": self.label,
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
         }

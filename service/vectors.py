@@ -138,8 +138,18 @@ def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
         base = {"domain": domain, "did": did, "version": VERSION, "seq": changed}
         if n_text < MIN_FIT_DOCS:
             _clear(conn, did)
-            conn.execute(_UPSERT, {**base, "dim": 0, "n_fit": 0, "n_folded": 0, "n_vectors": 0, "vocab": 0,
-                                   "params": dumps({"mode": "lexical", "n_text": n_text})})
+            conn.execute(
+                _UPSERT,
+                {
+                    **base,
+                    "dim": 0,
+                    "n_fit": 0,
+                    "n_folded": 0,
+                    "n_vectors": 0,
+                    "vocab": 0,
+                    "params": dumps({"mode": "lexical", "n_text": n_text}),
+                },
+            )
             return
         # A domain whose content went back in time (a prefix rebuild) is refitted from scratch.
         if not full and dim and version == VERSION and changed > fitted:
@@ -147,10 +157,24 @@ def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
             folded = _fold_in(conn, did, scope, since=fitted, limit=max(0, int(DRIFT * n_fit) - n_folded))
             if folded is not None:
                 # n_vectors is an estimate between full fits (the projector deletes rows as items change).
-                conn.execute(_UPSERT, {**base, "dim": dim, "n_fit": n_fit, "n_folded": n_folded + folded[0],
-                                       "n_vectors": max(0, n_vec + folded[1]), "vocab": vocab,
-                                       "params": dumps({"mode": "fold-in", "folded": folded[0],
-                                                        "seconds": _rounded({"total": time.perf_counter() - t0})})})
+                conn.execute(
+                    _UPSERT,
+                    {
+                        **base,
+                        "dim": dim,
+                        "n_fit": n_fit,
+                        "n_folded": n_folded + folded[0],
+                        "n_vectors": max(0, n_vec + folded[1]),
+                        "vocab": vocab,
+                        "params": dumps(
+                            {
+                                "mode": "fold-in",
+                                "folded": folded[0],
+                                "seconds": _rounded({"total": time.perf_counter() - t0}),
+                            }
+                        ),
+                    },
+                )
                 return
         _full_fit(conn, did, scope, base)
 
@@ -275,8 +299,18 @@ def _full_fit(conn: Connection, did: int, scope: str | None, base: dict[str, Any
     t2 = time.perf_counter()
     if fitted is None:
         _clear(conn, did)
-        conn.execute(_UPSERT, {**base, "dim": 0, "n_fit": 0, "n_folded": 0, "n_vectors": 0, "vocab": 0,
-                               "params": dumps({"mode": "lexical", "n_text": len(rows)})})
+        conn.execute(
+            _UPSERT,
+            {
+                **base,
+                "dim": 0,
+                "n_fit": 0,
+                "n_folded": 0,
+                "n_vectors": 0,
+                "vocab": 0,
+                "params": dumps({"mode": "lexical", "n_text": len(rows)}),
+            },
+        )
         return
     vocab, term_vecs, Z, ok, dim = fitted
     cur = _cursor(conn)
@@ -289,9 +323,26 @@ def _full_fit(conn: Connection, did: int, scope: str | None, base: dict[str, Any
     indexed = _swap_partition(conn, cur, did, vectors)
     t3 = time.perf_counter()
     seconds = {"read": t1 - t0, "fit": t2 - t1, "load": t3 - t2 - indexed, "index": indexed}
-    conn.execute(_UPSERT, {**base, "dim": dim, "n_fit": len(rows), "n_folded": 0, "n_vectors": len(ok),
-                           "vocab": len(vocab), "params": dumps({"mode": "full", "svd_iter": _SVD_ITER, "idf": "smooth",
-                                                                 "tf": "sublinear", "seconds": _rounded(seconds)})})
+    conn.execute(
+        _UPSERT,
+        {
+            **base,
+            "dim": dim,
+            "n_fit": len(rows),
+            "n_folded": 0,
+            "n_vectors": len(ok),
+            "vocab": len(vocab),
+            "params": dumps(
+                {
+                    "mode": "full",
+                    "svd_iter": _SVD_ITER,
+                    "idf": "smooth",
+                    "tf": "sublinear",
+                    "seconds": _rounded(seconds),
+                }
+            ),
+        },
+    )
 
 
 def _rounded(seconds: dict[str, float]) -> dict[str, float]:
@@ -318,4 +369,3 @@ def _swap_partition(conn: Connection, cur: Any, did: int, rows: list[tuple[Any, 
     conn.execute(text(f"ALTER TABLE item_vectors ATTACH PARTITION {part} FOR VALUES IN ({int(did)})"))
     conn.execute(text(f"ANALYZE {part}"))
     return time.perf_counter() - t0
-

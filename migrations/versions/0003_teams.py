@@ -195,8 +195,12 @@ def downgrade() -> None:
     )
     op.execute("DROP VIEW " + ", ".join(_VIEWS))
     for policy, table in (
-        ("reader_events", "events"), ("reader_items", "items"), ("reader_revisions", "revisions"),
-        ("reader_item_history", "item_history"), ("reader_grants", "grants"), ("reader_approvers", "approvers"),
+        ("reader_events", "events"),
+        ("reader_items", "items"),
+        ("reader_revisions", "revisions"),
+        ("reader_item_history", "item_history"),
+        ("reader_grants", "grants"),
+        ("reader_approvers", "approvers"),
         ("reader_proposals", "proposals"),
     ):
         op.execute(f"DROP POLICY {policy} ON {table}")

@@ -30,8 +30,9 @@ def _env() -> dict[str, str]:
 
 def cli(*args: str, root: str) -> subprocess.CompletedProcess[str]:
     """Run ``substrate ARGS --root ROOT``; raises with its output when it fails."""
-    done = subprocess.run([*CLI, *args, "--root", root], capture_output=True, text=True, cwd=ROOT, env=_env(),
-                          timeout=120)
+    done = subprocess.run(
+        [*CLI, *args, "--root", root], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120
+    )
     if done.returncode != 0:
         raise AssertionError(f"substrate {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
     return done
@@ -71,7 +72,10 @@ def start_server(root: str, log_dir: Path) -> Server:
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [*CLI, "serve", "--root", root, "--port", str(port), "--log-level", "warning"],
-            stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env=_env(),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=_env(),
         )
     server = Server(root, f"http://127.0.0.1:{port}", proc, log)
     deadline = time.monotonic() + 60

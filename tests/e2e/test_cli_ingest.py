@@ -84,7 +84,10 @@ def test_audit_reports_broken_lineage(store, capsys) -> None:  # type: ignore[no
 def test_ingest_runs_as_a_process_with_a_progress_bar(store, corpus: Path) -> None:  # type: ignore[no-untyped-def]
     proc = subprocess.run(
         [sys.executable, "-m", "service.cli", "ingest", str(corpus / "notes.txt"), "--url", store.url],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "ingested 2 items from 1 file(s)" in proc.stdout and "items/s" in proc.stdout

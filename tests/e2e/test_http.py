@@ -73,10 +73,25 @@ def test_healthz_and_openapi_need_no_token_and_describe_every_route(srv: Server)
         assert anon.get("/healthz").json()["status"] == "ok"
         doc = anon.get("/openapi.json").json()
     paths = doc["paths"]
-    for path in ("/v1/items", "/v1/items/{item_id}", "/v1/search", "/v1/retrieve", "/v1/context", "/v1/ask",
-                 "/v1/items/{item_id}/history", "/v1/revisions/{digest}", "/v1/publish", "/v1/merge",
-                 "/v1/proposals", "/v1/proposals/{item_id}/approve", "/v1/proposals/{item_id}/reject",
-                 "/v1/beliefs/assimilate", "/v1/ingest", "/v1/events", "/v1/audit/verify"):
+    for path in (
+        "/v1/items",
+        "/v1/items/{item_id}",
+        "/v1/search",
+        "/v1/retrieve",
+        "/v1/context",
+        "/v1/ask",
+        "/v1/items/{item_id}/history",
+        "/v1/revisions/{digest}",
+        "/v1/publish",
+        "/v1/merge",
+        "/v1/proposals",
+        "/v1/proposals/{item_id}/approve",
+        "/v1/proposals/{item_id}/reject",
+        "/v1/beliefs/assimilate",
+        "/v1/ingest",
+        "/v1/events",
+        "/v1/audit/verify",
+    ):
         assert path in paths, path
         for op in paths[path].values():
             assert "200" in op["responses"] or "201" in op["responses"]
@@ -87,8 +102,14 @@ def test_healthz_and_openapi_need_no_token_and_describe_every_route(srv: Server)
 def test_every_v1_route_answers_401_without_or_with_a_bad_token(srv: Server) -> None:
     for headers in ({}, {"Authorization": "Bearer sbt_nope_nope"}, {"Authorization": "Basic YTpi"}):
         with httpx.Client(base_url=srv.url, headers=headers) as c:
-            for method, path in (("GET", "/v1/items"), ("POST", "/v1/search"), ("GET", "/v1/events"),
-                                 ("GET", "/v1/audit/verify"), ("DELETE", "/v1/items/x"), ("POST", "/v1/ingest")):
+            for method, path in (
+                ("GET", "/v1/items"),
+                ("POST", "/v1/search"),
+                ("GET", "/v1/events"),
+                ("GET", "/v1/audit/verify"),
+                ("DELETE", "/v1/items/x"),
+                ("POST", "/v1/ingest"),
+            ):
                 r = c.request(method, path, json={})
                 _problem(r, 401)
                 assert r.headers["www-authenticate"].startswith("Bearer")
@@ -195,8 +216,10 @@ def test_events_show_only_the_principals_visible_part_of_the_log(
 
 # ----------------------------------------------------------------- secrets and problems
 def test_secrets_in_request_bodies_are_redacted_before_the_log(alice: httpx.Client, uid: str) -> None:
-    r = alice.post("/v1/items", json={"kind": "record", "text": f"deploy {SECRET}", "payload": {"token": SECRET},
-                                      "tags": [SECRET, uid]})
+    r = alice.post(
+        "/v1/items",
+        json={"kind": "record", "text": f"deploy {SECRET}", "payload": {"token": SECRET}, "tags": [SECRET, uid]},
+    )
     item_id = r.json()["id"]
     stored = alice.get(f"/v1/items/{item_id}").json()
     assert SECRET not in str(stored) and "[REDACTED:" in stored["text"]

@@ -113,28 +113,44 @@ def test_belief_evidence_is_verified_only_through_readable_sources(clients: dict
     alice, bob = clients["alice"], clients["bob"]
     mine, theirs = _add(alice, f"measurement {uid}"), _add(bob, f"bob measurement {uid}")
     claim = f"the widget {uid} weighs 3 kg"
-    r = alice.post("/v1/beliefs/assimilate", json={"claim": claim, "evidence": [
-        {"source_id": mine, "tier": "real_measurement"}, {"source_id": theirs, "tier": "real_measurement"}]})
+    r = alice.post(
+        "/v1/beliefs/assimilate",
+        json={
+            "claim": claim,
+            "evidence": [
+                {"source_id": mine, "tier": "real_measurement"},
+                {"source_id": theirs, "tier": "real_measurement"},
+            ],
+        },
+    )
     assert r.status_code == 200, r.text
     trail = r.json()["evidence_history"]
     assert [e["verified"] for e in trail] == [True, False] and r.json()["scope"] == "alice"
     assert r.json()["credence"] > 0.5
     bad = alice.post("/v1/beliefs/assimilate", json={"claim": claim, "evidence": [{"tier": "gossip"}]})
     assert bad.status_code == 422 and "tier" in bad.json()["detail"]
-    assert alice.post("/v1/beliefs/assimilate", json={"claim": claim, "scope": "bob",
-                                                      "evidence": [{"tier": "executable"}]}).status_code == 404
+    assert (
+        alice.post(
+            "/v1/beliefs/assimilate", json={"claim": claim, "scope": "bob", "evidence": [{"tier": "executable"}]}
+        ).status_code
+        == 404
+    )
 
 
-def test_ingest_streams_jsonl_reports_bad_lines_and_revises_on_reupload(clients: dict[str, httpx.Client], uid: str) -> None:
+def test_ingest_streams_jsonl_reports_bad_lines_and_revises_on_reupload(
+    clients: dict[str, httpx.Client], uid: str
+) -> None:
     alice, bob = clients["alice"], clients["bob"]
-    body = "\r\n".join([
-        json.dumps({"text": f"doc one {uid}", "tags": ["a"]}),
-        json.dumps(f"doc two {uid}"),
-        "",
-        json.dumps({"sku": uid, "price": 3}),
-        "{broken",
-        json.dumps({"text": f"leak {SECRET}"}),
-    ]).encode()
+    body = "\r\n".join(
+        [
+            json.dumps({"text": f"doc one {uid}", "tags": ["a"]}),
+            json.dumps(f"doc two {uid}"),
+            "",
+            json.dumps({"sku": uid, "price": 3}),
+            "{broken",
+            json.dumps({"text": f"leak {SECRET}"}),
+        ]
+    ).encode()
     params = {"source": f"catalog{uid}"}
     r = alice.post("/v1/ingest", params=params, content=body, headers={"content-type": "application/x-ndjson"})
     assert r.status_code == 200, r.text
@@ -143,7 +159,9 @@ def test_ingest_streams_jsonl_reports_bad_lines_and_revises_on_reupload(clients:
     assert receipt["failures"][0]["line"] == 5 and "invalid JSON" in receipt["failures"][0]["reason"]
     again = alice.post("/v1/ingest", params=params, content=body).json()
     assert (again["ingested"], again["revised"]) == (4, 4)
-    texts = [h["item"]["text"] for h in alice.post("/v1/search", json={"query": f"leak {uid} doc", "k": 10}).json()["hits"]]
+    texts = [
+        h["item"]["text"] for h in alice.post("/v1/search", json={"query": f"leak {uid} doc", "k": 10}).json()["hits"]
+    ]
     assert texts and not any(SECRET in t for t in texts)
     assert bob.post("/v1/ingest", params={"scope": "alice"}, content=body).status_code == 404
 
@@ -163,8 +181,9 @@ def test_ingest_reads_a_large_upload_as_a_stream(clients: dict[str, httpx.Client
     assert len(page["items"]) == 1000 and page["next_cursor"]
 
 
-def test_forensic_walkthrough_who_what_when_and_an_intact_log(clients: dict[str, httpx.Client], srv: Server,
-                                                              admin: Substrate, uid: str) -> None:
+def test_forensic_walkthrough_who_what_when_and_an_intact_log(
+    clients: dict[str, httpx.Client], srv: Server, admin: Substrate, uid: str
+) -> None:
     alice, bob = clients["alice"], clients["bob"]
     scope = f"ops{uid}"
     grant_access(admin, "alice", scope, "readwrite", by=scope)

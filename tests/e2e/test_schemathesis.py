@@ -23,9 +23,25 @@ def test_fuzzing_the_openapi_document_finds_no_server_error(tmp_path: Path) -> N
             for n in range(3):
                 c.post("/v1/items", json={"kind": "text", "text": f"fuzz seed item {n}", "tags": ["seed"]})
         run = subprocess.run(
-            [ST, "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {token}", "--checks", CHECKS,
-             "--max-examples", "15", "--seed", "80", "--request-timeout", "30"],
-            capture_output=True, text=True, cwd=tmp_path, timeout=180,
+            [
+                ST,
+                "run",
+                f"{server.url}/openapi.json",
+                "-H",
+                f"Authorization: Bearer {token}",
+                "--checks",
+                CHECKS,
+                "--max-examples",
+                "15",
+                "--seed",
+                "80",
+                "--request-timeout",
+                "30",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=180,
         )
     finally:
         server.stop()

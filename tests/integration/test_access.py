@@ -135,9 +135,7 @@ def test_space_add_into_another_teams_scope_is_denied_without_a_write(store) -> 
 
 def test_listing_for_a_principal_with_fifty_grants_is_one_query(store) -> None:  # type: ignore[no-untyped-def]
     scopes = [f"s{i:02d}" for i in range(50)]
-    store.put_many(
-        [SubstrateItem(kind="text", text=f"x{i}", scope=scopes[i % 50]) for i in range(200)]
-    )
+    store.put_many([SubstrateItem(kind="text", text=f"x{i}", scope=scopes[i % 50]) for i in range(200)])
     store.add("text", "private", scope="team-z")
     policy = AccessPolicy()
     for s in scopes:

@@ -47,7 +47,9 @@ def test_a_reader_sees_its_home_scope_and_public_only(teams) -> None:  # type: i
         assert _scopes(c, "SELECT scope FROM events") == {"team-a", PUBLIC}
         assert _scopes(c, "SELECT doc->>'scope' FROM revisions") == {"team-a", PUBLIC}
         assert c.execute(text("SELECT principal, visible_scopes FROM analytics_principal")).one() == (
-            "team-a", [PUBLIC, "team-a"])
+            "team-a",
+            [PUBLIC, "team-a"],
+        )
 
 
 def test_a_grant_opens_a_scope_and_a_revocation_closes_it_at_once(teams) -> None:  # type: ignore[no-untyped-def]
@@ -75,7 +77,8 @@ def test_a_reader_sees_only_its_own_grants(teams) -> None:  # type: ignore[no-un
     grant_access(teams, "team-b", "team-c", "read", by="team-c")
     with reader(teams, "team-b") as c:
         assert c.execute(text("SELECT principal, scope, can_read FROM analytics_access")).all() == [
-            ("team-b", "team-c", True)]
+            ("team-b", "team-c", True)
+        ]
 
 
 def test_the_service_connection_is_unaffected(teams) -> None:  # type: ignore[no-untyped-def]
@@ -125,8 +128,9 @@ def test_pending_proposals_view(teams) -> None:  # type: ignore[no-untyped-def]
     b = teams.add("text", "b's candidate", scope="team-b")
     propose(teams, [a, b], to="prod", by="lead")
     with reader(teams, "team-a") as c:
-        rows = c.execute(text("SELECT item_id, preview, from_scope, to_scope, proposed_by "
-                              "FROM analytics_pending_proposals")).all()
+        rows = c.execute(
+            text("SELECT item_id, preview, from_scope, to_scope, proposed_by FROM analytics_pending_proposals")
+        ).all()
     assert rows == [(a, "promote me", "team-a", "prod", "lead")]
 
 

@@ -13,15 +13,19 @@ from service.background import BackgroundRunner
 
 def _caught_up(store: Substrate) -> bool:
     with store.engine.connect() as c:
-        head, lazy = c.execute(text(
-            "SELECT (SELECT seq FROM log_head WHERE id = 1), "
-            "coalesce((SELECT seq FROM checkpoints WHERE name = 'search'), 0)"
-        )).one()
+        head, lazy = c.execute(
+            text(
+                "SELECT (SELECT seq FROM log_head WHERE id = 1), "
+                "coalesce((SELECT seq FROM checkpoints WHERE name = 'search'), 0)"
+            )
+        ).one()
     return bool(head == lazy)
 
 
 def test_a_burst_of_writes_is_indexed_and_fitted_in_the_background(store: Substrate) -> None:
-    store.put_many(SubstrateItem(kind="text", text=f"note {i} about glaciers and sea ice", scope="s") for i in range(40))
+    store.put_many(
+        SubstrateItem(kind="text", text=f"note {i} about glaciers and sea ice", scope="s") for i in range(40)
+    )
     assert not _caught_up(store)
     with BackgroundRunner(store, interval=0.05) as runner:
         deadline = time.monotonic() + 30
@@ -34,10 +38,15 @@ def test_a_burst_of_writes_is_indexed_and_fitted_in_the_background(store: Substr
 
 def _fitted(store: Substrate, domain: str) -> bool:
     with store.engine.connect() as c:
-        return bool(c.execute(text(
-            "SELECT count(*) FROM embedders e JOIN search_domains d USING (domain) "
-            "WHERE e.domain = :d AND e.fitted_seq = d.changed_seq"
-        ), {"d": domain}).scalar_one())
+        return bool(
+            c.execute(
+                text(
+                    "SELECT count(*) FROM embedders e JOIN search_domains d USING (domain) "
+                    "WHERE e.domain = :d AND e.fitted_seq = d.changed_seq"
+                ),
+                {"d": domain},
+            ).scalar_one()
+        )
 
 
 def test_a_failing_round_is_logged_and_the_thread_goes_on(store: Substrate, caplog: pytest.LogCaptureFixture) -> None:

@@ -39,7 +39,9 @@ def _belief_rows(store) -> dict[str, tuple]:
 # ----------------------------------------------------------------- events and find-or-create
 def test_assimilate_appends_evidence_events_carrying_the_belief_item(store) -> None:
     _receipt(store, "doc-1")
-    b = assimilate(store, Claim("The rate is 5%.", {"model": "m"}), [_ev("doc-1", "held_out_truth"), _ev("m", "model_assertion")])
+    b = assimilate(
+        store, Claim("The rate is 5%.", {"model": "m"}), [_ev("doc-1", "held_out_truth"), _ev("m", "model_assertion")]
+    )
     events = list(store.events.read(stream=b.id))
     assert [e.type for e in events] == ["EvidenceAssimilated", "EvidenceAssimilated"]
     assert [e.version for e in events] == [1, 2] and store.position == events[-1].seq

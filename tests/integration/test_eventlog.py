@@ -53,7 +53,9 @@ def test_stale_writer_gets_concurrency_error_and_writes_nothing(store: Substrate
     i = store.add("text", "a")
     stale = NewEvent(stream=i, event=ItemPut(item=store.get(i).to_json()), scope="local", expected_version=0)  # type: ignore[union-attr]
     with pytest.raises(ConcurrencyError):
-        store.events.append([NewEvent(stream="other", event=ItemPut(item={**store.get(i).to_json(), "id": "other"})), stale], "p")  # type: ignore[union-attr]
+        store.events.append(
+            [NewEvent(stream="other", event=ItemPut(item={**store.get(i).to_json(), "id": "other"})), stale], "p"
+        )  # type: ignore[union-attr]
     assert store.events.head() == 1 and store.get("other") is None
 
 

@@ -106,8 +106,16 @@ def test_superseded_items_are_stale_both_ways(store) -> None:  # type: ignore[no
 
 
 @pytest.mark.parametrize(
-    "kw", [{"max_age_s": math.nan}, {"max_age_s": math.inf}, {"max_age_s": -1}, {"now": math.nan},
-           {"now": -math.inf}, {"max_age_s": True}, {"max_age_s": "60"}],
+    "kw",
+    [
+        {"max_age_s": math.nan},
+        {"max_age_s": math.inf},
+        {"max_age_s": -1},
+        {"now": math.nan},
+        {"now": -math.inf},
+        {"max_age_s": True},
+        {"max_age_s": "60"},
+    ],
 )
 def test_invalid_arguments_raise_value_error_up_front(store, kw) -> None:  # type: ignore[no-untyped-def]
     item_id = store.add("text", "t")
@@ -138,8 +146,9 @@ def test_a_corrupted_timestamp_is_named_and_the_sweep_continues(store) -> None: 
     bad = store.add("text", "bad")
     good = store.add("text", "good")
     with store.engine.begin() as c:  # simulate a damaged read-model row (the log itself is immutable)
-        c.execute(text("UPDATE items SET doc = jsonb_set(doc, '{created_at}', '\"yesterday\"') WHERE id = :i"),
-                  {"i": bad})
+        c.execute(
+            text("UPDATE items SET doc = jsonb_set(doc, '{created_at}', '\"yesterday\"') WHERE id = :i"), {"i": bad}
+        )
     report = freshness_report(store)
     assert report["stale"] == [bad] and report["signals"][bad][0].startswith("invalid timestamp")
     assert good not in report["stale"]

@@ -66,8 +66,10 @@ def test_approver_grants_are_events_and_stored_governance_rebuilds_them(store) -
     grant_approver(store, "alice", "prod", by="alice")
     grant_approver(store, "bob", "prod", by="alice")
     events = [(e.type, e.stream, e.principal, e.data["bootstrap"]) for e in store.events.read()]
-    assert events == [("ApproverGranted", "governance:prod", "alice", True),
-                      ("ApproverGranted", "governance:prod", "alice", False)]
+    assert events == [
+        ("ApproverGranted", "governance:prod", "alice", True),
+        ("ApproverGranted", "governance:prod", "alice", False),
+    ]
     expected = Governance().grant("alice", "prod", by="alice").grant("bob", "prod", by="alice")
     gov = stored_governance(store)
     recorded = [e.recorded_at.timestamp() for e in store.events.read()]
@@ -118,8 +120,12 @@ def test_approval_publishes_and_appends_an_approved_entry(store) -> None:  # typ
     assert approve(store, item, by="alice", governance=gov) is True
     assert store.get(item).scope == "prod" and pending(store) == []
     (published,) = history(store, item)
-    assert (published["by"], published["from"], published["to"], published["via"]) == ("alice", "team-a", "prod",
-                                                                                         "promotion")
+    assert (published["by"], published["from"], published["to"], published["via"]) == (
+        "alice",
+        "team-a",
+        "prod",
+        "promotion",
+    )
     assert revision(store, published["revision"]) == before
     entries = proposal_history(store, item)
     assert [(e["status"], e["by"]) for e in entries] == [("pending", "team-a"), ("approved", "alice")]
@@ -152,7 +158,11 @@ def test_the_proposer_may_withdraw_and_an_approver_may_refuse(store) -> None:  #
     assert reject(store, item, by="alice", governance=gov) is False
     entries = proposal_history(store, item)
     assert [(e["status"], e["by"]) for e in entries] == [
-        ("pending", "team-a"), ("rejected", "team-a"), ("pending", "team-a"), ("rejected", "alice")]
+        ("pending", "team-a"),
+        ("rejected", "team-a"),
+        ("pending", "team-a"),
+        ("rejected", "alice"),
+    ]
     assert entries[1]["withdrawn"] is True and entries[3]["withdrawn"] is False
     assert entries[3]["reason"] == "needs a source" and store.get(item).scope == "team-a"
 
@@ -182,8 +192,13 @@ def test_authorization_decision_adapts_only_completed_proposals(store) -> None: 
         authorization_decision(store, item, capability_id="cap", version="1")
     approve(store, item, by="alice", governance=gov)
     d = authorization_decision(store, item, capability_id="cap.promote", version="2")
-    assert (d.decision, d.authorized, d.decided_by, d.proposed_by, d.scope) == ("approved", True, "alice", "team-a",
-                                                                                "prod")
+    assert (d.decision, d.authorized, d.decided_by, d.proposed_by, d.scope) == (
+        "approved",
+        True,
+        "alice",
+        "team-a",
+        "prod",
+    )
     assert d.digest.startswith("sha256:") and revision(store, d.digest)["scope"] == "prod"
     assert authorization_decision(store, item, capability_id="c", version="1", digest="sha256:x").digest == "sha256:x"
     assert d.as_dict()["capability_id"] == "cap.promote"
@@ -203,5 +218,6 @@ def test_rebuild_reproduces_governance_exactly(store) -> None:  # type: ignore[n
     assert shadow_digests(store.engine)[2] == digests
     report = rebuild(store.engine)
     assert {t: report.digests[t] for t in ("approvers", "proposals")} == {
-        t: digests[t] for t in ("approvers", "proposals")}
+        t: digests[t] for t in ("approvers", "proposals")
+    }
     assert (stored_governance(store).grants, proposal_history(store, a), proposal_history(store, b)) == before

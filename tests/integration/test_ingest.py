@@ -140,8 +140,12 @@ def test_bulk_path_appends_one_batch_per_transaction_and_streams_input(store, mo
 
 
 def test_records_dicts_tuples_text_fields_and_failures(store) -> None:  # type: ignore[no-untyped-def]
-    r = ingest_records(store, [{"title": "Dune", "year": 1965}, ("a", 2), "nope", {"bad": {1, 2}}],
-                       source="books", text_fields=["title"])
+    r = ingest_records(
+        store,
+        [{"title": "Dune", "year": 1965}, ("a", 2), "nope", {"bad": {1, 2}}],
+        source="books",
+        text_fields=["title"],
+    )
     assert len(r) == 2 and [f["line"] for f in r.failed] == [3, 4]
     dune, row = store.get(r[0]), store.get(r[1])
     assert dune.kind == "record" and dune.text == "Dune" and dune.payload == {"title": "Dune", "year": 1965}

@@ -12,7 +12,9 @@ from service.validation import InvalidArgument
 
 
 def _put(store, item_id: str, parents: list[str] = (), scope: str = "local", **kw) -> str:  # type: ignore[no-untyped-def, assignment]
-    return store.put(SubstrateItem(kind="text", text=item_id, id=item_id, scope=scope, derived_from=list(parents), **kw))
+    return store.put(
+        SubstrateItem(kind="text", text=item_id, id=item_id, scope=scope, derived_from=list(parents), **kw)
+    )
 
 
 def _chain(store, n: int, scope: str = "local") -> list[str]:  # type: ignore[no-untyped-def]
@@ -105,7 +107,9 @@ def test_a_scoped_walk_cannot_see_or_probe_other_scopes(store) -> None:  # type:
     hidden, missing = verify_lineage(store, "mine", scope="team-a"), verify_lineage(store, "probe", scope="team-a")
     assert hidden.state is missing.state is LineageState.UNVERIFIED
     assert (hidden.unverified, hidden.dangling) == (["secret"], []) and (missing.unverified, missing.dangling) == (
-        ["does-not-exist"], [])
+        ["does-not-exist"],
+        [],
+    )
     assert verify_lineage(store, "ok", scope="team-a").state is LineageState.INTACT
     assert verify_lineage(store, "mine").state is LineageState.INTACT  # unrestricted: no boundary
     assert verify_lineage(store, "probe").state is LineageState.BROKEN

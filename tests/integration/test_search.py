@@ -165,9 +165,11 @@ def test_writes_only_mark_domains_dirty_and_the_rule_follows_text(store: Substra
     store.put(SubstrateItem(kind="record", payload={"k": "v"}, scope="s", id="doc-0"))  # text replaced by none
     catch_up_engine(store.engine)  # what any search does first: the lazy postings (and dirty marks) catch up
     with store.engine.connect() as c:
-        stale = c.execute(text(
-            "SELECT count(*) FROM search_domains d JOIN embedders e USING (domain) WHERE e.fitted_seq <> d.changed_seq"
-        )).scalar_one()
+        stale = c.execute(
+            text(
+                "SELECT count(*) FROM search_domains d JOIN embedders e USING (domain) WHERE e.fitted_seq <> d.changed_seq"
+            )
+        ).scalar_one()
     assert stale == 2  # "s" and the all-scopes domain
     store.reindex()
     assert "doc-0" not in _matched(store.search("mitochondria respiration", k=20, scope="s"))
@@ -224,9 +226,20 @@ def test_small_corpus_falls_back_to_lexical_ranking(store: Substrate) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["", "   \n\t", "!!! ??? ...", "the of and", "x\x00y", "'; DROP TABLE items; --", "%s %(k)s :k $1 \\",
-     "über café naïve 日本語の文 😀", "energy " * 5000, "a" * 5000, "(energy) & !cell | <->",
-     "cell\ud800energy"],
+    [
+        "",
+        "   \n\t",
+        "!!! ??? ...",
+        "the of and",
+        "x\x00y",
+        "'; DROP TABLE items; --",
+        "%s %(k)s :k $1 \\",
+        "über café naïve 日本語の文 😀",
+        "energy " * 5000,
+        "a" * 5000,
+        "(energy) & !cell | <->",
+        "cell\ud800energy",
+    ],
 )
 def test_odd_queries_never_crash(store: Substrate, query: str) -> None:
     fill(store)

@@ -34,8 +34,16 @@ def _corpus(seed: int, n: int, scopes: tuple[str, ...] = ("a",)) -> list[Substra
         words = rng.choices(VOCAB[: 8 + i % 23], k=rng.randint(1, 12))
         scope = scopes[i % len(scopes)]
         if i % 7 == 3:  # structured items rank lexically over payload and tags
-            items.append(SubstrateItem(kind="record", payload={"note": " ".join(words)}, tags=words[:2],
-                                       scope=scope, id=f"r{i}", created_at=1.0))
+            items.append(
+                SubstrateItem(
+                    kind="record",
+                    payload={"note": " ".join(words)},
+                    tags=words[:2],
+                    scope=scope,
+                    id=f"r{i}",
+                    created_at=1.0,
+                )
+            )
         else:
             items.append(SubstrateItem(kind="text", text=" ".join(words), scope=scope, id=f"t{i}", created_at=1.0))
     return items
@@ -46,35 +54,55 @@ def reference(store: Substrate, query: str, k: int, *, kind: str | None, scope: 
     domain = ALL_DOMAIN if scope is None else scope
     in_domain = "TRUE" if scope is None else "sd.scope = :scope"
     with store.engine.connect() as c:
-        n, total = c.execute(text(
-            f"SELECT count(*), coalesce(sum(dl), 0) FROM search_docs sd WHERE {in_domain}"), {"scope": scope}).one()
+        n, total = c.execute(
+            text(f"SELECT count(*), coalesce(sum(dl), 0) FROM search_docs sd WHERE {in_domain}"), {"scope": scope}
+        ).one()
         n = max(int(n), 1)
         avgdl = max(float(total) / n, 1.0)
-        terms = [r[0] for r in c.execute(text(
-            "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q))"), {"q": query})]
-        df = dict(c.execute(text(
-            f"SELECT t.term, count(*) FROM item_terms t JOIN search_docs sd USING (item_id) "
-            f"WHERE {in_domain} AND t.term = ANY(:terms) GROUP BY t.term"), {"scope": scope, "terms": terms}).all())
+        terms = [
+            r[0]
+            for r in c.execute(text("SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q))"), {"q": query})
+        ]
+        df = dict(
+            c.execute(
+                text(
+                    f"SELECT t.term, count(*) FROM item_terms t JOIN search_docs sd USING (item_id) "
+                    f"WHERE {in_domain} AND t.term = ANY(:terms) GROUP BY t.term"
+                ),
+                {"scope": scope, "terms": terms},
+            ).all()
+        )
         n_idf = max(n, embedding.IDF_MIN_DOCS)  # the domain counts as at least IDF_MIN_DOCS items for idf
         idf = {t: math.log(1 + (n_idf - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
         qw = sorted(terms, key=lambda t: (df.get(t, 0) == 0, -idf[t], t))[: embedding.MAX_TERMS]
         z = sum(idf[t] for t in qw) * (BM25_K1 + 1)
         lex: dict[str, float] = {}
-        for item_id, term, tf, dl in c.execute(text(
+        for item_id, term, tf, dl in c.execute(
+            text(
                 f"SELECT t.item_id, t.term, t.tf, t.dl FROM item_terms t JOIN search_docs sd USING (item_id) "
-                f"WHERE {in_domain} AND t.term = ANY(:terms)"), {"scope": scope, "terms": qw}):
+                f"WHERE {in_domain} AND t.term = ANY(:terms)"
+            ),
+            {"scope": scope, "terms": qw},
+        ):
             lex[item_id] = lex.get(item_id, 0.0) + idf[term] * tf * (BM25_K1 + 1) / (
-                tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
-        docs = c.execute(text(f"SELECT sd.item_id, sd.kind FROM search_docs sd WHERE {in_domain}"),
-                         {"scope": scope}).all()
+                tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl)
+            )
+        docs = c.execute(
+            text(f"SELECT sd.item_id, sd.kind FROM search_docs sd WHERE {in_domain}"), {"scope": scope}
+        ).all()
         # The cosine in the domain's embedding (pgvector's own operator), for vectors of the item's current seq.
-        cos = dict(c.execute(text(
-            "WITH qv AS (SELECT sum(e.vec) AS v FROM embedders m JOIN embedder_terms e USING (domain_id) "
-            "            WHERE m.domain = :domain AND m.dim > 0 AND e.term = ANY(:terms)) "
-            "SELECT v.item_id, 1 - (v.embedding <=> qv.v) FROM qv, embedders m "
-            "JOIN item_vectors v USING (domain_id) JOIN search_docs sd ON sd.item_id = v.item_id "
-            "AND sd.seq = v.item_seq WHERE m.domain = :domain AND qv.v IS NOT NULL"),
-            {"domain": domain, "terms": qw}).all())
+        cos = dict(
+            c.execute(
+                text(
+                    "WITH qv AS (SELECT sum(e.vec) AS v FROM embedders m JOIN embedder_terms e USING (domain_id) "
+                    "            WHERE m.domain = :domain AND m.dim > 0 AND e.term = ANY(:terms)) "
+                    "SELECT v.item_id, 1 - (v.embedding <=> qv.v) FROM qv, embedders m "
+                    "JOIN item_vectors v USING (domain_id) JOIN search_docs sd ON sd.item_id = v.item_id "
+                    "AND sd.seq = v.item_seq WHERE m.domain = :domain AND qv.v IS NOT NULL"
+                ),
+                {"domain": domain, "terms": qw},
+            ).all()
+        )
     w = embedding.DENSE_WEIGHT
     scored = []
     for item_id, item_kind in docs:
@@ -121,14 +149,20 @@ def assert_is_top_k(got: list[tuple[SubstrateItem, float]], ref: list[tuple[str,
 
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 _QUERY = st.lists(st.sampled_from([*VOCAB, "the", "unknownword", "Cells", "tumors"]), min_size=1, max_size=8).map(
-    " ".join)
+    " ".join
+)
 
 
 @_SETTINGS
-@given(query=_QUERY, k=st.integers(1, 12), kind=st.sampled_from([None, "text", "record"]),
-       scope=st.sampled_from([None, "a", "b"]))
+@given(
+    query=_QUERY,
+    k=st.integers(1, 12),
+    kind=st.sampled_from([None, "text", "record"]),
+    scope=st.sampled_from([None, "a", "b"]),
+)
 def test_small_domains_return_exactly_the_reference_top_k(
-        store: Substrate, query: str, k: int, kind: str | None, scope: str | None) -> None:
+    store: Substrate, query: str, k: int, kind: str | None, scope: str | None
+) -> None:
     assert embedding.LEX_CANDIDATES >= 28 and embedding.RARE_DF >= 28
     if not len(store):
         store.put_many(_corpus(1, 28, scopes=("a", "b")))  # 14 per scope: every matching item is a candidate
@@ -139,8 +173,8 @@ def test_small_domains_return_exactly_the_reference_top_k(
 @_SETTINGS
 @given(query=_QUERY, k=st.integers(1, 12), kind=st.sampled_from([None, "text"]), scope=st.sampled_from([None, "a"]))
 def test_truncated_candidate_lists_still_score_exactly(
-        store: Substrate, monkeypatch: pytest.MonkeyPatch, query: str, k: int, kind: str | None,
-        scope: str | None) -> None:
+    store: Substrate, monkeypatch: pytest.MonkeyPatch, query: str, k: int, kind: str | None, scope: str | None
+) -> None:
     # Tiny knobs: common terms read 2 postings, 3 lexical and 3 vector candidates, HNSW instead of an exact scan.
     for name, value in {"PER_TERM": 2, "RARE_DF": 3, "LEX_CANDIDATES": 3, "CANDIDATES": 3, "EXACT_MAX": 5}.items():
         monkeypatch.setattr(embedding, name, value)
@@ -164,13 +198,18 @@ def test_larger_domains_score_exactly_and_fill_k(store: Substrate) -> None:
 
 @pytest.mark.parametrize("exact_max", [10**6, 5])
 def test_repeated_searches_on_one_connection_agree(
-        store: Substrate, monkeypatch: pytest.MonkeyPatch, exact_max: int) -> None:
+    store: Substrate, monkeypatch: pytest.MonkeyPatch, exact_max: int
+) -> None:
     # psycopg prepares a statement from its 5th execution on a connection; the plan is then generic.
     monkeypatch.setattr(embedding, "EXACT_MAX", exact_max)
     store.put_many(_corpus(4, 120, scopes=("a", "b")))
     store.put_many(_corpus(5, 6, scopes=("tiny",)))  # a lexical-only domain (too small to fit an embedder)
-    cases = [(q, kind, scope) for q in ("cell protein gene", "heart muscle blood", "mouse")
-             for kind in (None, "text", "record") for scope in (None, "a", "tiny")]
+    cases = [
+        (q, kind, scope)
+        for q in ("cell protein gene", "heart muscle blood", "mouse")
+        for kind in (None, "text", "record")
+        for scope in (None, "a", "tiny")
+    ]
     first = [[(it.id, s) for it, s in store.search(q, k=7, kind=kind, scope=scope)] for q, kind, scope in cases]
     assert any(first)
     for _ in range(8):
@@ -180,7 +219,8 @@ def test_repeated_searches_on_one_connection_agree(
 
 @pytest.mark.parametrize("exact_max", [10**6, 5])
 def test_a_vector_of_an_older_version_never_counts(
-        store: Substrate, monkeypatch: pytest.MonkeyPatch, exact_max: int) -> None:
+    store: Substrate, monkeypatch: pytest.MonkeyPatch, exact_max: int
+) -> None:
     monkeypatch.setattr(embedding, "EXACT_MAX", exact_max)
     store.put_many(_corpus(6, 60))
     query = "insulin glucose blood cell"
@@ -196,7 +236,8 @@ def test_a_vector_of_an_older_version_never_counts(
 
 
 def test_a_changed_statement_variant_or_a_failed_round_trip_still_answers(
-        store: Substrate, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Substrate, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.put_many(_corpus(7, 60))
     query = "cancer therapy drug trial"
     first = [(it.id, s) for it, s in store.search(query, k=5, scope="a")]

@@ -85,10 +85,19 @@ def test_missing_snapshot_is_file_not_found(store: Substrate, tmp_path: Path) ->
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(lines=st.lists(st.one_of(st.text(max_size=30), st.builds(lambda t: json.dumps({"kind": "text", "text": t}), st.text(max_size=20))), max_size=6))
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.text(max_size=30), st.builds(lambda t: json.dumps({"kind": "text", "text": t}), st.text(max_size=20))
+        ),
+        max_size=6,
+    )
+)
 def test_load_either_loads_everything_or_nothing(store: Substrate, tmp_path_factory, lines: list[str]) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("snap")
-    (root / "items.jsonl").write_text("\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines), encoding="utf-8")
+    (root / "items.jsonl").write_text(
+        "\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines), encoding="utf-8"
+    )
     before = store.all()
     try:
         store.load(root)

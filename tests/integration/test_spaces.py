@@ -21,8 +21,12 @@ def test_publish_rescopes_audits_and_appends_one_event_per_item(store) -> None: 
     assert publish(store, [a], to=PUBLIC, by="team-a") == [a]
     item = store.get(a)
     assert item.scope == PUBLIC
-    assert item.provenance == {"source": "doc.md", "published_by": "team-a", "published_from": "team-a",
-                               "share_version": 1}
+    assert item.provenance == {
+        "source": "doc.md",
+        "published_by": "team-a",
+        "published_from": "team-a",
+        "share_version": 1,
+    }
     assert version_of(item) == 1
     (e,) = _events(store, head)
     assert (e.type, e.stream, e.principal, e.scope) == ("ItemPublished", a, "team-a", PUBLIC)
@@ -147,7 +151,9 @@ def test_merge_appends_items_merged_and_item_removed_in_one_append(store) -> Non
     assert merge_versions(store, keep, other, by="team-a", confirm=True) == keep
     events = _events(store, head)
     assert [(e.type, e.stream, e.seq) for e in events] == [
-        ("ItemsMerged", keep, head + 1), ("ItemRemoved", other, head + 2)]
+        ("ItemsMerged", keep, head + 1),
+        ("ItemRemoved", other, head + 2),
+    ]
     assert events[0].data["removed"] == other
     merged = store.get(keep)
     assert other not in store and merged.tags == ["x", "y"] and merged.links == ["L1", "L2"]
@@ -193,8 +199,9 @@ def test_merging_an_item_from_an_unwritable_scope_is_denied(store) -> None:  # t
         merge_versions(store, keep, other, by="team-a", confirm=True)
     assert info.value.scope == "team-b"
     with pytest.raises(AccessDeniedError):
-        merge_versions(store, keep, other, by="team-a", confirm=True,
-                       policy=AccessPolicy().grant_read("team-a", "team-b"))  # reading is not enough
+        merge_versions(
+            store, keep, other, by="team-a", confirm=True, policy=AccessPolicy().grant_read("team-a", "team-b")
+        )  # reading is not enough
     assert store.events.head() == head and other in store
     policy = AccessPolicy().grant_write("team-a", "team-b")
     assert merge_versions(store, keep, other, by="team-a", policy=policy, confirm=True) == keep

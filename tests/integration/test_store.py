@@ -21,7 +21,11 @@ def test_add_builds_and_puts(store: Substrate) -> None:
     i = store.add("text", "hello", scope="team-a", tags=["t"], links=["l"], derived_from=["d"])
     got = store.get(i)
     assert got is not None and (got.text, got.scope, got.tags, got.links, got.derived_from) == (
-        "hello", "team-a", ["t"], ["l"], ["d"],
+        "hello",
+        "team-a",
+        ["t"],
+        ["l"],
+        ["d"],
     )
 
 

@@ -36,11 +36,11 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 
-
 def examples(n: int) -> settings:
     """n examples, no deadline (a real database answers), fixtures shared across examples on purpose."""
-    return settings(max_examples=n, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    return settings(
+        max_examples=n, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    )
 
 
 # ----------------------------------------------------------------- parsers and validators
@@ -58,22 +58,25 @@ def test_load_of_any_bytes_is_all_or_nothing(store: Substrate, tmp_path_factory:
 
 @examples(25)
 @given(values=fz.ingest_values, fn=st.sampled_from(["ingest_documents", "ingest_records"]))
-def test_ingest_values_report_every_bad_row_and_write_exactly_the_receipt(store: Substrate, values: list[Any],
-                                                                          fn: str) -> None:
+def test_ingest_values_report_every_bad_row_and_write_exactly_the_receipt(
+    store: Substrate, values: list[Any], fn: str
+) -> None:
     fz.prop_ingest_values(store, fn, values)
 
 
 @examples(30)
 @given(lines=fz.file_lines, fmt=st.sampled_from(["text", "markdown", "jsonl", "csv", "trace"]))
-def test_ingest_file_in_every_format_never_raises_on_bad_content(store: Substrate, tmp_path_factory: Any,
-                                                                 lines: list[bytes], fmt: str) -> None:
+def test_ingest_file_in_every_format_never_raises_on_bad_content(
+    store: Substrate, tmp_path_factory: Any, lines: list[bytes], fmt: str
+) -> None:
     fz.prop_ingest_file(store, tmp_path_factory.mktemp("ingest"), fmt, lines)
 
 
 @examples(10)
 @given(manifests=st.lists(st.one_of(st.binary(max_size=40), fz.json_values.map(fz._dump)), min_size=1, max_size=4))
-def test_ingest_artifacts_reports_bad_manifests_and_keeps_going(store: Substrate, tmp_path_factory: Any,
-                                                               manifests: list[bytes]) -> None:
+def test_ingest_artifacts_reports_bad_manifests_and_keeps_going(
+    store: Substrate, tmp_path_factory: Any, manifests: list[bytes]
+) -> None:
     root = tmp_path_factory.mktemp("registry")
     for n, raw in enumerate(manifests):
         (root / f"a{n}").mkdir()
@@ -104,16 +107,27 @@ def test_bad_ingest_arguments_raise_invalid_argument_and_write_nothing(store: Su
 
 @pytest.fixture
 def seeded(store: Substrate) -> Substrate:
-    store.put_many([SubstrateItem(kind=k, text=f"seed passage {i} about budgets and {k}", scope=s)
-                    for i in range(8) for s in ("fuzz", "local") for k in ("text", "record")])
+    store.put_many(
+        [
+            SubstrateItem(kind=k, text=f"seed passage {i} about budgets and {k}", scope=s)
+            for i in range(8)
+            for s in ("fuzz", "local")
+            for k in ("text", "record")
+        ]
+    )
     return store
 
 
 @examples(40)
-@given(query=fz.any_text, k=st.integers(0, 12), kind=st.one_of(st.none(), st.sampled_from(fz.KINDS)),
-       scope=st.one_of(st.none(), st.sampled_from(["fuzz", "local"]), fz.key_text.filter(lambda s: bool(s.strip()))))
-def test_search_with_any_query_returns_ranked_hits_or_a_value_error(seeded: Substrate, query: str, k: int,
-                                                                    kind: str | None, scope: str | None) -> None:
+@given(
+    query=fz.any_text,
+    k=st.integers(0, 12),
+    kind=st.one_of(st.none(), st.sampled_from(fz.KINDS)),
+    scope=st.one_of(st.none(), st.sampled_from(["fuzz", "local"]), fz.key_text.filter(lambda s: bool(s.strip()))),
+)
+def test_search_with_any_query_returns_ranked_hits_or_a_value_error(
+    seeded: Substrate, query: str, k: int, kind: str | None, scope: str | None
+) -> None:
     fz.prop_search(seeded, query, k, kind, scope)
 
 
@@ -141,8 +155,12 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         monkeypatch.setattr(cls, name, wrapper)
 
-    for cls, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany"), (psycopg.Cursor, "copy"),
-                      (psycopg.ServerCursor, "execute")):
+    for cls, name in (
+        (psycopg.Cursor, "execute"),
+        (psycopg.Cursor, "executemany"),
+        (psycopg.Cursor, "copy"),
+        (psycopg.ServerCursor, "execute"),
+    ):
         spy(cls, name)
     return seen
 
@@ -156,31 +174,55 @@ def _tolerant(call: Callable[[], Any]) -> None:
         pass  # refusing the probe is fine: what matters is the SQL text below
 
 
-def test_sql_metacharacters_only_ever_reach_the_database_as_bound_parameters(store: Substrate,
-                                                                             statements: list[str]) -> None:
+def test_sql_metacharacters_only_ever_reach_the_database_as_bound_parameters(
+    store: Substrate, statements: list[str]
+) -> None:
     keep = store.add("text", "a bystander item")
     for p in fz.SQL_PROBES:
         other = p + "-other"
         probes: list[Callable[[], Any]] = [
-            lambda p=p: store.put(SubstrateItem(kind="text", id=p, scope=p, text=p, tags=[p], links=[p],
-                                                derived_from=[p], payload={p: [p]}, provenance={p: p})),
+            lambda p=p: store.put(
+                SubstrateItem(
+                    kind="text",
+                    id=p,
+                    scope=p,
+                    text=p,
+                    tags=[p],
+                    links=[p],
+                    derived_from=[p],
+                    payload={p: [p]},
+                    provenance={p: p},
+                )
+            ),
             lambda p=p: store.put(SubstrateItem(kind="text", id=p + "-other", scope=p, text=p)),
-            lambda p=p: store.get(p), lambda p=p: store.get_many([p, p + "x"]), lambda p=p: p in store,
-            lambda p=p: store.all(kind="text", scope=p), lambda p=p: store.iter_items(scopes=[p, "local"]),
-            lambda p=p: store.page_items(scopes=[p], limit=5), lambda p=p: store.search(p, k=3),
-            lambda p=p: store.search(p, kind="text", scope=p), lambda p=p: store.update(p, text=p + " v2"),
+            lambda p=p: store.get(p),
+            lambda p=p: store.get_many([p, p + "x"]),
+            lambda p=p: p in store,
+            lambda p=p: store.all(kind="text", scope=p),
+            lambda p=p: store.iter_items(scopes=[p, "local"]),
+            lambda p=p: store.page_items(scopes=[p], limit=5),
+            lambda p=p: store.search(p, k=3),
+            lambda p=p: store.search(p, kind="text", scope=p),
+            lambda p=p: store.update(p, text=p + " v2"),
             lambda p=p: ingest_documents(store, [p, {"text": p, "tags": [p], "payload": {p: p}}], source=p, scope=p),
             lambda p=p: ingest_records(store, [{p: p}], source=p, scope=p, text_fields=[p]),
             lambda p=p: publish(store, [p], to=p, by=p, policy=AccessPolicy()),
-            lambda p=p: Space(store, p).all(), lambda p=p: Space(store, p).retrieve(p, k=3),
-            lambda p=p: grant_access(store, p + "2", p, by=p), lambda p=p: revoke_access(store, p + "2", p, by=p),
+            lambda p=p: Space(store, p).all(),
+            lambda p=p: Space(store, p).retrieve(p, k=3),
+            lambda p=p: grant_access(store, p + "2", p, by=p),
+            lambda p=p: revoke_access(store, p + "2", p, by=p),
             lambda p=p: stored_policy(store, live=True).can_read(p, p + "x"),
             lambda p=p: assimilate(store, p, [{"source_id": p, "tier": "executable"}], scope=p),
-            lambda p=p: retrieve_beliefs(store, p, scope=p), lambda p=p: retract(store, p, scope=p),
-            lambda p=p: verify_lineage(store, p, scope=p), lambda p=p: audit_substrate(store, scope=p),
-            lambda p=p: history(store, p), lambda p=p: revision(store, p),
-            lambda p=p: store.events.read(stream=p, types=[p], scopes=[p]), lambda p=p: store.events.stream_version(p),
-            lambda p=p: create_token(store, p), lambda p=p: list_tokens(store, principal=p),
+            lambda p=p: retrieve_beliefs(store, p, scope=p),
+            lambda p=p: retract(store, p, scope=p),
+            lambda p=p: verify_lineage(store, p, scope=p),
+            lambda p=p: audit_substrate(store, scope=p),
+            lambda p=p: history(store, p),
+            lambda p=p: revision(store, p),
+            lambda p=p: store.events.read(stream=p, types=[p], scopes=[p]),
+            lambda p=p: store.events.stream_version(p),
+            lambda p=p: create_token(store, p),
+            lambda p=p: list_tokens(store, principal=p),
             lambda p=p, other=other: merge_versions(store, p, other, by=p, confirm=True),
             lambda p=p: store.remove(p),
         ]
@@ -231,32 +273,49 @@ def test_patch_ingest_and_reads_by_any_id_never_answer_500(http: _Http) -> None:
     target = http.store.add("text", "patch me", scope="fuzzer")
 
     @settings(max_examples=15, deadline=None, database=None)
-    @given(item_id=st.one_of(st.just(target), fz.any_text.filter(bool)), body=fz.http_bodies("/v1/items"),
-           upload=fz.file_lines.map(b"\n".join))
+    @given(
+        item_id=st.one_of(st.just(target), fz.any_text.filter(bool)),
+        body=fz.http_bodies("/v1/items"),
+        upload=fz.file_lines.map(b"\n".join),
+    )
     def fuzz(item_id: str, body: bytes, upload: bytes) -> None:
         segment = fz.quoted(item_id)
         http.check("PATCH", f"/v1/items/{segment}", body)
         http.check("POST", "/v1/ingest", upload)
-        for path in (f"/v1/items/{segment}", f"/v1/items/{segment}/history", f"/v1/revisions/{segment}",
-                     f"/v1/events?stream={segment}", f"/v1/items?scope={segment}"):
+        for path in (
+            f"/v1/items/{segment}",
+            f"/v1/items/{segment}/history",
+            f"/v1/revisions/{segment}",
+            f"/v1/events?stream={segment}",
+            f"/v1/items?scope={segment}",
+        ):
             http.check("GET", path, None)
 
     fuzz()
 
 
 _NUL_HTTP = [
-    ("GET", "/v1/items/a%00b", None), ("GET", "/v1/items/a%00b/history", None), ("GET", "/v1/revisions/a%00b", None),
-    ("GET", "/v1/events?stream=a%00b", None), ("PATCH", "/v1/items/a%00b", b'{"text": "x"}'),
-    ("DELETE", "/v1/items/a%00b", None), ("POST", "/v1/publish", b'{"ids": ["a\\u0000b"]}'),
+    ("GET", "/v1/items/a%00b", None),
+    ("GET", "/v1/items/a%00b/history", None),
+    ("GET", "/v1/revisions/a%00b", None),
+    ("GET", "/v1/events?stream=a%00b", None),
+    ("PATCH", "/v1/items/a%00b", b'{"text": "x"}'),
+    ("DELETE", "/v1/items/a%00b", None),
+    ("POST", "/v1/publish", b'{"ids": ["a\\u0000b"]}'),
     ("POST", "/v1/merge", b'{"keep": "a\\u0000b", "other": "c", "confirm": true}'),
     ("POST", "/v1/proposals", b'{"ids": ["a\\u0000b"], "to": "public"}'),
-    ("POST", "/v1/beliefs/assimilate", b'{"claim": "c", "evidence": [{"source_id": "a\\u0000b", "tier": "executable"}]}'),
+    (
+        "POST",
+        "/v1/beliefs/assimilate",
+        b'{"claim": "c", "evidence": [{"source_id": "a\\u0000b", "tier": "executable"}]}',
+    ),
 ]
 
 
 @pytest.mark.parametrize("method,path,body", _NUL_HTTP)
-def test_a_nul_in_an_http_id_is_a_4xx_or_an_empty_answer(http: _Http, method: str, path: str,
-                                                        body: bytes | None) -> None:
+def test_a_nul_in_an_http_id_is_a_4xx_or_an_empty_answer(
+    http: _Http, method: str, path: str, body: bytes | None
+) -> None:
     http.check(method, path, body)
 
 
@@ -295,8 +354,9 @@ def _deep(depth: int) -> str:
 
 
 def test_a_deeply_nested_row_fails_alone_in_every_ingest(store: Substrate, tmp_path: Path) -> None:
-    (tmp_path / "a.jsonl").write_text(f'{{"input": "ok", "answer": "a"}}\n{{"input": {_deep(50_000)}}}\n'
-                                      '{"input": "after", "answer": "b"}\n')
+    (tmp_path / "a.jsonl").write_text(
+        f'{{"input": "ok", "answer": "a"}}\n{{"input": {_deep(50_000)}}}\n{{"input": "after", "answer": "b"}}\n'
+    )
     for name, raw in (("m1", _deep(50_000)), ("m2", '{"name": "fine"}')):
         (tmp_path / "reg" / name).mkdir(parents=True)
         (tmp_path / "reg" / name / "manifest.json").write_text(raw)
@@ -338,8 +398,12 @@ def test_save_then_load_round_trips_unicode_line_separators(make_store: Any, tmp
 def test_load_names_the_line_of_an_unstorable_row(store: Substrate, tmp_path: Path) -> None:
     good = json.dumps(SubstrateItem(kind="text", text="ok").to_json())
     head, unnamed = store.events.head(), []
-    for row in ('{"kind": "text", "payload": {"x": NaN}}', '{"kind": "text", "text": "a\\u0000b"}',
-                '{"kind": "text", "text": "\\ud800"}', f'{{"kind": "text", "payload": {_deep(50_000)}}}'):
+    for row in (
+        '{"kind": "text", "payload": {"x": NaN}}',
+        '{"kind": "text", "text": "a\\u0000b"}',
+        '{"kind": "text", "text": "\\ud800"}',
+        f'{{"kind": "text", "payload": {_deep(50_000)}}}',
+    ):
         (tmp_path / "items.jsonl").write_text(f"{good}\n{row}\n")
         try:
             store.load(tmp_path)

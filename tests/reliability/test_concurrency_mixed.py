@@ -62,16 +62,29 @@ def _race(store: Substrate, item_id: str, write: Any) -> Any:
     assert current is not None
     with store.engine.connect() as holder:
         tx = holder.begin()
-        store.events.append([NewEvent(item_id, ItemUpdated(item={**current.to_json(), "text": "held"},
-                                                           fields=["text"]), scope=current.scope)],
-                            "holder", conn=holder)
+        store.events.append(
+            [
+                NewEvent(
+                    item_id,
+                    ItemUpdated(item={**current.to_json(), "text": "held"}, fields=["text"]),
+                    scope=current.scope,
+                )
+            ],
+            "holder",
+            conn=holder,
+        )
         th = threading.Thread(target=run, daemon=True)
         th.start()
         deadline = time.monotonic() + 30
         with store.engine.connect() as probe:
-            while time.monotonic() < deadline and not probe.execute(text(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )).first():
+            while (
+                time.monotonic() < deadline
+                and not probe.execute(
+                    text(
+                        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                    )
+                ).first()
+            ):
                 time.sleep(0.01)
         tx.commit()
     th.join(30)
@@ -88,7 +101,10 @@ def test_a_put_that_waited_for_the_chain_lock_still_lands(store: Substrate) -> N
 
 def test_a_bulk_append_that_waited_for_the_chain_lock_still_lands(store: Substrate) -> None:
     i = store.add("text", "v1")
-    out = _race(store, i, lambda: store.put_many([SubstrateItem(kind="text", id=i, text="v3"),
-                                                   SubstrateItem(kind="text", text="other")]))
+    out = _race(
+        store,
+        i,
+        lambda: store.put_many([SubstrateItem(kind="text", id=i, text="v3"), SubstrateItem(kind="text", text="other")]),
+    )
     assert isinstance(out, list) and out[0] == i
     assert [e.version for e in store.events.read(stream=i)] == [1, 2, 3]

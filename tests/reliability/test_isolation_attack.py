@@ -55,8 +55,9 @@ def _fill(store: Substrate, secret: bool) -> None:
         put(SECRET_ID, "alice", SECRET, tags=["secret"])
         put(DERIVED_ID, "alice", "alice derived analysis", derived_from=[SECRET_ID])
         store.update(SECRET_ID, text=SECRET + " (confirmed)")
-        assimilate(store, "zephyrcorp closes friday", [{"source_id": SECRET_ID, "tier": "real_measurement"}],
-                   scope="alice")
+        assimilate(
+            store, "zephyrcorp closes friday", [{"source_id": SECRET_ID, "tier": "real_measurement"}], scope="alice"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +69,10 @@ def worlds() -> Iterator[dict[bool, World]]:
             _fill(store, secret)
             client = TestClient(create_app(store), raise_server_exceptions=False)
             client.__enter__()
-            auth = {name: {"Authorization": f"Bearer {create_token(store, name)[1]}"}
-                    for name in ("mallory", "alice", "eve")}
+            auth = {
+                name: {"Authorization": f"Bearer {create_token(store, name)[1]}"}
+                for name in ("mallory", "alice", "eve")
+            }
             out[secret] = World(store, client, auth["mallory"], auth["alice"], auth["eve"])
         yield out
     finally:
@@ -116,8 +119,9 @@ def test_lineage_through_a_private_ancestor_reads_like_a_missing_one(worlds: dic
     store = worlds[True].store
     private = verify_lineage(store, "m-2", scope="mallory").as_dict()
     missing = verify_lineage(store, "m-3", scope="mallory").as_dict()
-    assert _scrub(private, SECRET_ID, "never-existed-1").replace("m-2", "m-x") == \
-        _scrub(missing, SECRET_ID, "never-existed-1").replace("m-3", "m-x")
+    assert _scrub(private, SECRET_ID, "never-existed-1").replace("m-2", "m-x") == _scrub(
+        missing, SECRET_ID, "never-existed-1"
+    ).replace("m-3", "m-x")
     direct = verify_lineage(store, SECRET_ID, scope="mallory").as_dict()
     absent = verify_lineage(store, "never-existed-3", scope="mallory").as_dict()
     assert _scrub(direct, SECRET_ID, "never-existed-3") == _scrub(absent, SECRET_ID, "never-existed-3")
@@ -223,8 +227,11 @@ def test_http_citations_of_private_items_and_beliefs_earn_nothing_more(world: Wo
     belief = retrieve_beliefs(world.store, "zephyrcorp", scope="alice")[0].id
     seen = []
     for n, source in enumerate([SECRET_ID, belief, "never-existed-6"]):
-        r = world.client.post("/v1/beliefs/assimilate", headers=world.eve, json={
-            "claim": f"http claim {n}", "evidence": [{"source_id": source, "tier": "real_measurement"}]})
+        r = world.client.post(
+            "/v1/beliefs/assimilate",
+            headers=world.eve,
+            json={"claim": f"http claim {n}", "evidence": [{"source_id": source, "tier": "real_measurement"}]},
+        )
         assert r.status_code == 200, r.text
         body = r.json()
         seen.append((body["credence"], [(e["verified"], e["weight"]) for e in body["evidence_history"]]))

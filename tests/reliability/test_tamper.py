@@ -68,8 +68,13 @@ def test_the_substrate_verify_command_names_the_first_bad_seq(logged: Substrate)
     seq = random.Random(3).randint(2, head - 1)
     expected, undo = tk.tamper(logged.engine, "data", seq, head, random.Random(3))
     try:
-        done = subprocess.run([sys.executable, "-m", "service.cli", "verify", "--url", logged.url, "--json"],
-                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "service.cli", "verify", "--url", logged.url, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
     finally:
         undo()
     assert done.returncode == 1, done.stderr[-2000:]

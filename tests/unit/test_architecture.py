@@ -29,6 +29,9 @@ def test_the_packages_type_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is a dev dependency")
-def test_the_code_passes_the_linter() -> None:
+def test_the_code_passes_the_linter_and_is_formatted() -> None:
     result = subprocess.run(["ruff", "check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    code = ["service", "projections", "tests", "bench", "migrations"]
+    result = subprocess.run(["ruff", "format", "--check", *code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:]

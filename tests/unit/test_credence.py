@@ -65,7 +65,11 @@ def test_one_real_measurement_moves_three_log_odds_units() -> None:
 
 def test_tier_strengths_are_the_documented_ladder() -> None:
     assert _TIER_STRENGTH == {
-        "model_assertion": 0.05, "executable": 0.3, "simulation": 0.5, "held_out_truth": 0.8, "real_measurement": 1.0,
+        "model_assertion": 0.05,
+        "executable": 0.3,
+        "simulation": 0.5,
+        "held_out_truth": 0.8,
+        "real_measurement": 1.0,
     }
     assert MODEL_ASSERTION == "model_assertion" and MODEL_ASSERTION_CAP == 0.5
 

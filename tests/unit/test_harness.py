@@ -156,7 +156,9 @@ def test_redaction_wrapper_keeps_retrieval_earned_relevance():
 
 
 def test_redaction_wrapper_keeps_a_zero_argument_earned_relevance():
-    action = Action("r", "retrieve", run=lambda q: ["tickets fact"], description="tickets", earned_relevance=lambda: 0.9)
+    action = Action(
+        "r", "retrieve", run=lambda q: ["tickets fact"], description="tickets", earned_relevance=lambda: 0.9
+    )
     result = Harness(Reasoner(echo, actions=[action]), name="h").handle("tickets")
     assert result.status == "answered"
     assert result.investigation.steps[0].relevance == pytest.approx(0.9)

@@ -41,8 +41,16 @@ def test_as_of_is_a_seq_a_datetime_or_a_422(raw: str) -> None:
     assert isinstance(value, (int, datetime))
 
 
-@pytest.mark.parametrize("raw,expected", [("0", 0), (" 42 ", 42), ("2026-11-29T10:00:00+00:00", datetime.fromisoformat(
-    "2026-11-29T10:00:00+00:00")), ("2026-11-29", datetime(2026, 11, 29)), (None, None)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("0", 0),
+        (" 42 ", 42),
+        ("2026-11-29T10:00:00+00:00", datetime.fromisoformat("2026-11-29T10:00:00+00:00")),
+        ("2026-11-29", datetime(2026, 11, 29)),
+        (None, None),
+    ],
+)
 def test_as_of_examples(raw: str | None, expected: object) -> None:
     assert parse_as_of(raw) == expected
 

@@ -84,11 +84,17 @@ cell = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="
 
 
 @settings(max_examples=60)
-@given(st.integers(1, 4).flatmap(lambda w: st.tuples(
-    st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=w, max_size=w, unique=True),
-    st.lists(st.lists(cell, min_size=w, max_size=w), max_size=8),
-)))
-def test_csv_rows_are_keyed_by_the_header_and_start_at_their_true_line(table: tuple[list[str], list[list[str]]]) -> None:
+@given(
+    st.integers(1, 4).flatmap(
+        lambda w: st.tuples(
+            st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=w, max_size=w, unique=True),
+            st.lists(st.lists(cell, min_size=w, max_size=w), max_size=8),
+        )
+    )
+)
+def test_csv_rows_are_keyed_by_the_header_and_start_at_their_true_line(
+    table: tuple[list[str], list[list[str]]],
+) -> None:
     header, rows = table
     buf = io.StringIO()
     writer = csv.writer(buf)  # "\r\n" rows: a bare "\r" inside a cell is then quoted, so it round-trips
@@ -114,8 +120,11 @@ def test_csv_names_short_rows_duplicate_headers_and_bad_bytes() -> None:
     assert len(dup) == 1 and isinstance(dup[0][1], Bad) and "duplicate" in dup[0][1].reason
 
 
-@given(st.text(max_size=20), st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), json_values,
-                                                                                      max_size=3))
+@given(
+    st.text(max_size=20),
+    st.lists(st.text(max_size=5), max_size=3),
+    st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+)
 def test_doc_fields_accept_strings_and_text_objects(text: str, tags: list[str], payload: dict[str, object]) -> None:
     assert doc_fields(text) == (text, [], {})
     assert doc_fields({"text": text, "tags": tags, "payload": payload}) == (text, tags, payload)
@@ -143,7 +152,9 @@ def test_record_fields_store_dicts_as_is_and_serialize_them_as_text(record: dict
 
 def test_record_fields_text_fields_tuples_and_rejects() -> None:
     assert record_fields({"title": "Dune", "year": 1965, "x": None}, ["title", "year", "x"]) == (
-        "Dune 1965", {"title": "Dune", "year": 1965, "x": None})
+        "Dune 1965",
+        {"title": "Dune", "year": 1965, "x": None},
+    )
     assert record_fields(("a", 1), None) == ('["a", 1]', {"values": ["a", 1]})
     with pytest.raises(ValueError, match="record"):
         record_fields(42, None)
@@ -175,8 +186,14 @@ def test_indices_align_with_values_or_raise() -> None:
         list(iter_with_indices("a", [True]))
 
 
-@given(st.text(max_size=8), st.text(max_size=8), st.integers(0, 10**6), st.text(max_size=8), st.text(max_size=8),
-       st.integers(0, 10**6))
+@given(
+    st.text(max_size=8),
+    st.text(max_size=8),
+    st.integers(0, 10**6),
+    st.text(max_size=8),
+    st.text(max_size=8),
+    st.integers(0, 10**6),
+)
 def test_stable_ids_are_deterministic_and_distinct(s1: str, src1: str, p1: int, s2: str, src2: str, p2: int) -> None:
     a, b = stable_id(s1, src1, p1), stable_id(s2, src2, p2)
     assert a == stable_id(s1, src1, p1) and len(a) == 32 and int(a, 16) >= 0

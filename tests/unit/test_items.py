@@ -18,7 +18,16 @@ json_values = st.recursive(
 
 def test_modalities_are_the_documented_ten_in_order() -> None:
     assert MODALITIES == (
-        "text", "record", "image", "signal", "graph", "field", "event_stream", "artifact", "trace", "context",
+        "text",
+        "record",
+        "image",
+        "signal",
+        "graph",
+        "field",
+        "event_stream",
+        "artifact",
+        "trace",
+        "context",
     )
 
 
@@ -38,8 +47,18 @@ def test_unknown_kind_is_a_value_error() -> None:
 
 @pytest.mark.parametrize(
     "field,value",
-    [("text", 3), ("payload", []), ("provenance", "x"), ("scope", ""), ("tags", "a"), ("links", [1]),
-     ("derived_from", "abc"), ("id", ""), ("created_at", "now"), ("created_at", True)],
+    [
+        ("text", 3),
+        ("payload", []),
+        ("provenance", "x"),
+        ("scope", ""),
+        ("tags", "a"),
+        ("links", [1]),
+        ("derived_from", "abc"),
+        ("id", ""),
+        ("created_at", "now"),
+        ("created_at", True),
+    ],
 )
 def test_bad_field_values_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):

@@ -21,9 +21,9 @@ _scalars = (
 _keys = st.text(max_size=6) | st.sampled_from(["k\x00", "\udfff"]) | st.integers(0, 3)
 _values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.lists(inner, max_size=3).map(tuple)
-    | st.dictionaries(_keys, inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_keys, inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

@@ -157,7 +157,7 @@ TRUE_POSITIVES = [
     ("digitalocean_token", "DIGITALOCEAN_TOKEN=dop_v1_" + (k := rnd(64, HEX)), "dop_v1_" + k),
     ("grafana_token", "glsa_" + (k := rnd(32) + "_" + rnd(8, HEX)), "glsa_" + k),
     ("vault_token", "export VAULT_TOKEN=hvs." + (k := "CAESI" + rnd(90, URLSAFE)), "hvs." + k),
-    ("terraform_cloud_token", "token = \"" + (k := rnd(14) + ".atlasv1." + rnd(67)) + '"', k),
+    ("terraform_cloud_token", 'token = "' + (k := rnd(14) + ".atlasv1." + rnd(67)) + '"', k),
     ("age_secret_key", (k := "AGE-SECRET-KEY-1" + rnd(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")), k),
     ("linear_api_key", "Authorization: lin_api_" + (k := rnd(40)), "lin_api_" + k),
     ("notion_token", "NOTION=secret_" + (k := rnd(42) + "7"), "secret_" + k),
@@ -170,7 +170,11 @@ TRUE_POSITIVES = [
     ("okta_api_token", "Authorization: SSWS " + (k := "00" + rnd(40, URLSAFE)), k),
     ("firebase_cloud_messaging_key", "key=AAAA" + (k := rnd(7) + ":APA91b" + rnd(134, URLSAFE)), "AAAA" + k),
     ("sentry_auth_token", "SENTRY=sntrys_" + (k := rnd(120, B64)), "sntrys_" + k),
-    ("heroku_api_key", "HEROKU_API_KEY=" + (k := "1b2c3d4e-" + rnd(4, HEX) + "-" + rnd(4, HEX) + "-a1b2-" + rnd(12, HEX)), k),
+    (
+        "heroku_api_key",
+        "HEROKU_API_KEY=" + (k := "1b2c3d4e-" + rnd(4, HEX) + "-" + rnd(4, HEX) + "-a1b2-" + rnd(12, HEX)),
+        k,
+    ),
     ("heroku_api_key", "HRKU-" + (k := rnd(60, URLSAFE)), "HRKU-" + k),
     ("sql_password", "CREATE USER app WITH PASSWORD '" + (k := rnd(16)) + "';", k),
     ("sql_password", "GRANT ALL ON db.* TO 'app'@'%' IDENTIFIED BY '" + (k := rnd(12)) + "'", k),
@@ -199,13 +203,21 @@ TRUE_POSITIVES = [
     ("sensitive_config_value", "<password>" + (k := rnd(12) + "!") + "</password>", k),
     ("sensitive_config_value", '<add key="ApiKey" value="' + (k := rnd(32, HEX)) + '"/>', k),
     ("sensitive_config_value", "define('DB_PASSWORD', '" + (k := rnd(14)) + "');", k),
-    ("sensitive_assignment", "db:\n  host: db1\n  password: " + (k := "".join(rnd(12, string.ascii_lowercase))) + "\n", k),
+    (
+        "sensitive_assignment",
+        "db:\n  host: db1\n  password: " + (k := "".join(rnd(12, string.ascii_lowercase))) + "\n",
+        k,
+    ),
     ("sensitive_assignment", "spring.datasource.password: " + (k := rnd(14, string.ascii_lowercase)), k),
     ("sensitive_assignment", "export SMTP_PASS=" + (k := rnd(14) + "9"), k),
     ("sensitive_assignment", "app.config['SECRET_KEY'] = '" + (k := rnd(24, HEX)) + "'", k),
     ("sensitive_assignment", "GET /v1/items?api_key=" + (k := rnd(24)) + "&page=2#top", k),
     ("sensitive_assignment", "secret: hunter2", "hunter2"),
-    ("sensitive_assignment", 'airtable_token: "keySivqgvvApNeEfv"', "keySivqgvvApNeEfv"),  # letters that only look camel
+    (
+        "sensitive_assignment",
+        'airtable_token: "keySivqgvvApNeEfv"',
+        "keySivqgvvApNeEfv",
+    ),  # letters that only look camel
     ("sql_password", "create user 'app'@'%' identified by '" + (k := rnd(12) + "7") + "';", k),
     ("sensitive_assignment", "api_key: abc123xyz", "abc123xyz"),
     ("sensitive_assignment", "token: q7w8e9r0", "q7w8e9r0"),
@@ -232,9 +244,23 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", 'credentials: "' + (k := rnd(24)) + '"', k),
     ("sensitive_assignment", "export DEPLOY_CREDS=" + (k := rnd(24) + "5"), k),
     # Provider shapes with distinctive prefixes.
-    ("slack_webhook", "http://hooks.slack.com/services/" + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)), k),
-    ("slack_webhook", "url: hooks.slack.com/services/" + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)), k),
-    ("slack_token", "xoxo-" + (k := rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(18, HEX) + "a1"), "xoxo-" + k),
+    (
+        "slack_webhook",
+        "http://hooks.slack.com/services/"
+        + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)),
+        k,
+    ),
+    (
+        "slack_webhook",
+        "url: hooks.slack.com/services/"
+        + (k := "T" + rnd(8, UPPER_DIGITS) + "/B" + rnd(10, UPPER_DIGITS) + "/" + rnd(24)),
+        k,
+    ),
+    (
+        "slack_token",
+        "xoxo-" + (k := rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(6, DIGITS) + "-" + rnd(18, HEX) + "a1"),
+        "xoxo-" + k,
+    ),
     ("slack_token", '"access_token1": "xoxa-2-' + (k := rnd(14) + "7") + '"', "xoxa-2-" + k),
     ("gitlab_token", "glagent-" + (k := rnd(50, URLSAFE)), "glagent-" + k),
     ("gitlab_token", "glffct-" + (k := rnd(20, URLSAFE)), "glffct-" + k),
@@ -257,28 +283,50 @@ TRUE_POSITIVES = [
     (
         "teams_webhook",
         "https://acme.webhook.office.com/webhookb2/"
-        + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12)) + "@" + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
-           + "/IncomingWebhook/" + rnd(32) + "/" + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))),
+        + (
+            k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+            + "@"
+            + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+            + "/IncomingWebhook/"
+            + rnd(32)
+            + "/"
+            + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+        ),
         k,
     ),
     ("authorization_token", 'curl -H "Authorization: Token ' + (k := rnd(40, HEX)) + '" https://api', k),
     ("authorization_token", "curl --header 'Authorization: token " + (k := rnd(36)) + "' https://api", k),
-    ("authorization_token", "curl -H 'Authorization: " + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + "'", k),
+    (
+        "authorization_token",
+        "curl -H 'Authorization: " + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + "'",
+        k,
+    ),
     # Provider shapes from gitleaks' O-Z rule files.
     ("platform_token", "SRC_ACCESS_TOKEN=sgp_" + (k := rnd(16, HEX) + "_" + rnd(39, HEX) + "7"), "sgp_" + k),
-    ("platform_token", 'environment("TOKEN", "sgp_local_' + (k := rnd(39, HEX + "ABCDEF") + "7") + '")', "sgp_local_" + k),
+    (
+        "platform_token",
+        'environment("TOKEN", "sgp_local_' + (k := rnd(39, HEX + "ABCDEF") + "7") + '")',
+        "sgp_local_" + k,
+    ),
     ("platform_token", "BREVO_API_KEY=xkeysib-" + (k := rnd(64, HEX) + "-" + rnd(15) + "7"), "xkeysib-" + k),
     ("platform_token", "smtp_pass: xsmtpsib-" + (k := rnd(64, HEX) + "-" + rnd(15) + "7"), "xsmtpsib-" + k),
     ("platform_token", "prefect cloud login -k pnu_" + (k := rnd(35) + "7"), "pnu_" + k),
     ("platform_token", "SCALINGO_API_TOKEN=tk-us-" + (k := rnd(47, URLSAFE) + "7"), "tk-us-" + k),
     ("platform_token", "settlemint login sm_pat_" + (k := rnd(15) + "7"), "sm_pat_" + k),
     ("platform_token", "shippo.api_key = 'shippo_test_" + (k := rnd(39, HEX) + "7") + "'", "shippo_test_" + k),
-    ("platform_token", "oc login --token=sha256~" + (k := rnd(42, URLSAFE) + "7") + " --server=https://api", "sha256~" + k),
+    (
+        "platform_token",
+        "oc login --token=sha256~" + (k := rnd(42, URLSAFE) + "7") + " --server=https://api",
+        "sha256~" + k,
+    ),
     ("platform_token", "octo push --apiKey API-" + (k := rnd(25, UPPER_DIGITS) + "7") + " --server x", "API-" + k),
     ("platform_token", "YC_API_KEY=AQVN" + (k := rnd(36, URLSAFE) + "7"), "AQVN" + k),
     ("platform_token", "iam: t1." + (k := rnd(30, URLSAFE) + "." + rnd(85, URLSAFE) + "7"), "t1." + k),
-    ("platform_token", 'plaid_token = "access-sandbox-' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 11)) + "7") + '"',
-     "access-sandbox-" + k),
+    (
+        "platform_token",
+        'plaid_token = "access-sandbox-' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 11)) + "7") + '"',
+        "access-sandbox-" + k,
+    ),
     ("platform_token", "pscale_pw_" + (k := rnd(30, URLSAFE + ".") + "=7"), "pscale_pw_" + k),
     ("vault_token", "VAULT_TOKEN=hvb." + (k := rnd(279, URLSAFE) + "7"), "hvb." + k),
     ("keyed_uuid_token", "SNYK_TOKEN=" + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))), k),
@@ -299,22 +347,37 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", 'passphrase=passphrase\napiKey = "apiKey"\nportfolio_share_token += "-principals"'),
     ("sensitive_assignment", "FILTERS = {'pass': 'bandpass', 'stop': 'bandstop'}"),
     ("sensitive_assignment", '<assemblyIdentity name="Microsoft.VC90.CRT" publicKeyToken="1fc8b3b9a1e18e3b"/>'),
-    ("authorization_token", "`Authorization: AWS4-HMAC-SHA256 Credential=mock_access_key/20220524/us-east-1/"
-     "cognito-idp/aws4_request, SignedHeaders=content-type`"),
+    (
+        "authorization_token",
+        "`Authorization: AWS4-HMAC-SHA256 Credential=mock_access_key/20220524/us-east-1/"
+        "cognito-idp/aws4_request, SignedHeaders=content-type`",
+    ),
     ("url_credentials", "MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')"),
     ("sql_password", "Load and return a dynamic library identified by 'name'."),
-    ("sensitive_assignment", "def __init__(self, input:TokenStream=None, startToken:Token=None, offendingToken:Token=None):"),
+    (
+        "sensitive_assignment",
+        "def __init__(self, input:TokenStream=None, startToken:Token=None, offendingToken:Token=None):",
+    ),
     ("authorization_token", '"AWS::Config::AggregationAuthorization": "af318b77aaceeeaa",'),
-    ("sensitive_assignment", '"AWS::IAM::AccessKey": "72c2d9dd90025459",\n"AWS::SecretsManager::Secret": "c85175a4ebcce361",'),
+    (
+        "sensitive_assignment",
+        '"AWS::IAM::AccessKey": "72c2d9dd90025459",\n"AWS::SecretsManager::Secret": "c85175a4ebcce361",',
+    ),
     ("sensitive_assignment", "def sign(private_key: PKCS7PrivateKeyTypes, token: Optional[AuthToken] = None):"),
     ("sensitive_assignment", 'creds = " --username=" + auth'),
     ("cli_password", "credentials can be provided via the --username and --password options instead"),
     ("url_credentials", "engine = create_engine('postgresql://scott:tiger@localhost/test')"),
     ("sensitive_assignment", 'oauth2 = "oauth2"\n"upgrade_token": "upgrades",\nACCESS_KEY = \'AWS_ACCESS_KEY_ID\''),
-    ("sensitive_assignment", "'smithy.api#httpBearerAuth': 'bearer', REVISION_SCRIPT_TOKEN = \"REVISION_SCRIPT_FILENAME\""),
-    ("sensitive_assignment", "format_token=inferred, upgrade_token=\"%s_upgrades\" % n, :type credentials: :py:class:"),
-    ("sensitive_assignment", '{"input_token": "Marker", "output_token": "DistributionList.NextMarker",'
-     ' "result_key": "LastEvaluatedKey", "status_token": "DISABLED"}'),
+    (
+        "sensitive_assignment",
+        "'smithy.api#httpBearerAuth': 'bearer', REVISION_SCRIPT_TOKEN = \"REVISION_SCRIPT_FILENAME\"",
+    ),
+    ("sensitive_assignment", 'format_token=inferred, upgrade_token="%s_upgrades" % n, :type credentials: :py:class:'),
+    (
+        "sensitive_assignment",
+        '{"input_token": "Marker", "output_token": "DistributionList.NextMarker",'
+        ' "result_key": "LastEvaluatedKey", "status_token": "DISABLED"}',
+    ),
     ("sensitive_assignment", '"IAMUserChangePassword": "arn:aws:iam::aws:policy/IAMUserChangePassword"'),
     ("sensitive_config_value", "<bgp_auth_key>0xC_ukbCerl6EYA0uexample</bgp_auth_key>"),
     ("aws_access_key", "aws_access_key = AKIAIOSFODNN7EXAMPLE"),
@@ -384,7 +447,10 @@ FALSE_POSITIVES = [
     ("heroku_api_key", "heroku_app_id = 01234567-89ab-cdef-0123-456789abcdef"),
     ("sql_password", "ALTER USER app WITH PASSWORD 'changeme';"),
     ("sql_password", "the password 'must' be rotated"),
-    ("sql_password", "ALTER ROLE app WITH LOGIN PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$" + rnd(43, B64) + "=:" + rnd(43, B64) + "=';"),
+    (
+        "sql_password",
+        "ALTER ROLE app WITH LOGIN PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$" + rnd(43, B64) + "=:" + rnd(43, B64) + "=';",
+    ),
     ("sql_password", "ALTER USER app PASSWORD 'md5" + rnd(32, HEX) + "';"),
     ("sensitive_assignment", "PASSWORD_HASHERS: password = pbkdf2_sha256$600000$" + rnd(22) + "$" + rnd(43, B64) + "="),
     ("cli_password", "mkdir -p /var/lib/app && docker login registry.internal"),
@@ -399,7 +465,7 @@ FALSE_POSITIVES = [
     ("platform_token", "rnd_seed = 42; aio_http_client_session; sq_root_of_two"),
     ("platform_token", "dckr_pat_" + "x" * 27),
     ("sensitive_config_value", "<title>Password reset</title> <token>abc</token> <apiKey>changeme</apiKey>"),
-    ("sensitive_config_value", '<add key="PageSize" value="50"/> define(\'WP_DEBUG\', \'true\');'),
+    ("sensitive_config_value", "<add key=\"PageSize\" value=\"50\"/> define('WP_DEBUG', 'true');"),
     ("sensitive_assignment", "Password: mandatory"),
     ("sensitive_assignment", "compass: northwest; bypass=1; pass: true"),
     ("sensitive_assignment", "api_key: apiKeyValue"),
@@ -448,7 +514,7 @@ FALSE_POSITIVES = [
     ("sensitive_assignment", "fetch(url, {credentials: 'include'}); credentials = 'service-account.json'"),
     ("sensitive_assignment", 'token_type = "Bearer"; secret_name = "db-secret-2"; password_file = "/run/pw"'),
     ("sensitive_assignment", "script: |\n  secret: |\n    echo " + rnd(12) + "\n    exit 1"),
-    ("sensitive_assignment", "var token string = os.Getenv(\"TOKEN\"); total_tokens += 1"),
+    ("sensitive_assignment", 'var token string = os.Getenv("TOKEN"); total_tokens += 1'),
     ("sensitive_assignment", "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoiaHR0cHM6..."),
     ("sensitive_assignment", 'csrf-token="' + rnd(40) + '" publicToken = "' + rnd(40) + '"'),
     # Slack shapes that are too short, sequential or words.
@@ -463,11 +529,20 @@ FALSE_POSITIVES = [
     ("gcp_api_key", 'apiKey: "AIza' + "a" * 35 + '" and AIzaSyabcdefghijklmnopqrstuvwxyz1234567'),
     ("grafana_token", '   API_KEY="glc_' + "1" * 42 + '="'),
     ("platform_token", "DATABRICKS_TOKEN=dapi123456789012345678a9bc01234defg5"),
-    ("platform_token", "http://assets.example/media/video_box.ico-" + rnd(32, HEX) + ".png ops_eyJxxxxxxxxxxxxxxxxxxxx"),
-    ("platform_token", "FLWPUBK_TEST-" + rnd(32, HEX) + "-X is the public key; AKCpXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"),
+    (
+        "platform_token",
+        "http://assets.example/media/video_box.ico-" + rnd(32, HEX) + ".png ops_eyJxxxxxxxxxxxxxxxxxxxx",
+    ),
+    (
+        "platform_token",
+        "FLWPUBK_TEST-" + rnd(32, HEX) + "-X is the public key; AKCpXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
     ("twitter_bearer_token", "A" * 120),
     ("teams_webhook", "https://acme.webhook.office.com/webhookb2/<your-webhook-id>"),
-    ("authorization_token", 'curl -H "Authorization: Token *******" -H "Authorization: $TOKEN" -H "Authorization: required"'),
+    (
+        "authorization_token",
+        'curl -H "Authorization: Token *******" -H "Authorization: $TOKEN" -H "Authorization: required"',
+    ),
     # gitleaks' O-Z look-alikes: placeholders, counts, and the same prefixes in prose and code.
     ("platform_token", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa sgp_0000000000000000_" + "0" * 40),
     ("platform_token", 'PREFECT_API_KEY = "pnu_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"; region tk-us-east-1'),
@@ -475,12 +550,22 @@ FALSE_POSITIVES = [
     ("platform_token", 'msgstr "GSSAPI-VIRHEKAPSELOINTIMERKKIJONO." See API-REFERENCE-GUIDE; #define API-VERSION 3'),
     ("platform_token", "https://fog-ringer-f42.notion.site/API-BD80F56CDC1441E6BF6011AB6D852875"),
     ("platform_token", "plaid access-sandbox-00000000-0000-0000-0000-000000000000; t1.small instance"),
-    ("keyed_uuid_token", 'SNYK_TOKEN = "12345678-ABCD-ABCD-ABCD-1234567890AB"; snyk_org_id: ' + "-".join(
-        rnd(n, HEX) for n in (8, 4, 4, 4, 12))),
-    ("keyed_uuid_token", 'squarespace_key: "00000000-0000-0000-0000-000000000000"; user_id = "' + "-".join(
-        rnd(n, HEX) for n in (8, 4, 4, 4, 12)) + '"'),
+    (
+        "keyed_uuid_token",
+        'SNYK_TOKEN = "12345678-ABCD-ABCD-ABCD-1234567890AB"; snyk_org_id: '
+        + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12)),
+    ),
+    (
+        "keyed_uuid_token",
+        'squarespace_key: "00000000-0000-0000-0000-000000000000"; user_id = "'
+        + "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))
+        + '"',
+    ),
     ("sonar_token", "sonar.login=admin\nsonar.login=${SONAR_TOKEN}\nsonar.token=" + "1234567890" * 4),
-    ("sidekiq_secret", "BUNDLE_GEMS__CONTRIBSYS__COM: cafebabe:deadbeef; see gems.contribsys.com for the Sidekiq Pro gem"),
+    (
+        "sidekiq_secret",
+        "BUNDLE_GEMS__CONTRIBSYS__COM: cafebabe:deadbeef; see gems.contribsys.com for the Sidekiq Pro gem",
+    ),
     ("sensitive_config_value", '<add key="ClearTextPassword" value="%NUGET_FEED_PASSWORD%" />'),
     ("sensitive_config_value", "<token>\n    <value>hello</value>\n</token>"),
 ]
@@ -836,8 +921,13 @@ def test_cli_passwords_are_masked(text: str, leak: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["curl -u $USER:$PASS https://x", "curl --user admin https://x", "use --password to set it",
-     "curl -u user:password https://x", "--password <your-password>"],
+    [
+        "curl -u $USER:$PASS https://x",
+        "curl --user admin https://x",
+        "use --password to set it",
+        "curl -u user:password https://x",
+        "--password <your-password>",
+    ],
 )
 def test_cli_password_look_alikes_are_left_alone(text: str) -> None:
     assert not detect_secrets(text)

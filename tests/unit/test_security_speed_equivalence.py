@@ -52,20 +52,43 @@ def _r(n: int, alphabet: str = B62) -> str:
 # One more true positive for every alternative of every rule's pattern that TRUE_POSITIVES leaves out, so each
 # alternative's anchor is exercised (the tests below cut, shorten and re-case all of them).
 MORE_POSITIVES = [
-    *[("sensitive_assignment", f"{kw}{glue}{_r(12)}7") for kw, glue in [
-        ("pwd", "="), ("passwd", ": "), ("passphrase", " := "), ("secret", " => "), ("token", "\t=\t"),
-        ("apikey", "="), ("api-key", ":"), ("private.key", "="), ("master_key", "="), ("encryption_key", "="),
-        ("signing_key", "="), ("client_key", "="), ("auth", "="), ("auth_key", "="),
-    ]],
+    *[
+        ("sensitive_assignment", f"{kw}{glue}{_r(12)}7")
+        for kw, glue in [
+            ("pwd", "="),
+            ("passwd", ": "),
+            ("passphrase", " := "),
+            ("secret", " => "),
+            ("token", "\t=\t"),
+            ("apikey", "="),
+            ("api-key", ":"),
+            ("private.key", "="),
+            ("master_key", "="),
+            ("encryption_key", "="),
+            ("signing_key", "="),
+            ("client_key", "="),
+            ("auth", "="),
+            ("auth_key", "="),
+        ]
+    ],
     ("sensitive_assignment", '{\\"password\\": \\"' + _r(14) + '\\"}'),
     ("sensitive_assignment", "API\u212aEY=" + _r(14) + "1"),
-    *[("gitlab_token", f"gl{p}-{_r(22, URLSAFE)}") for p in ["pat", "ptt", "dt", "rt", "cbt", "oas", "ft", "imt", "soat"]],
+    *[
+        ("gitlab_token", f"gl{p}-{_r(22, URLSAFE)}")
+        for p in ["pat", "ptt", "dt", "rt", "cbt", "oas", "ft", "imt", "soat"]
+    ],
     *[("slack_token", f"xox{c}-{_r(12, DIGITS)}-{_r(24)}") for c in "baprse"],
     ("slack_token", "xapp-1-" + _r(11, UPPER_DIGITS) + "-" + _r(13, DIGITS) + "-" + _r(40, HEX)),
-    *[("cli_password", f"curl {flag}{sep}deploy:{_r(14)} https://x") for flag in ["-u", "--user", "--basic-auth"]
-      for sep in [" ", "\t", "="]],
-    *[("cli_password", f"mysql {flag}{sep}{_r(12)} db") for flag in ["--password", "--passwd", "--pass"]
-      for sep in [" ", "="]],
+    *[
+        ("cli_password", f"curl {flag}{sep}deploy:{_r(14)} https://x")
+        for flag in ["-u", "--user", "--basic-auth"]
+        for sep in [" ", "\t", "="]
+    ],
+    *[
+        ("cli_password", f"mysql {flag}{sep}{_r(12)} db")
+        for flag in ["--password", "--passwd", "--pass"]
+        for sep in [" ", "="]
+    ],
     *[("aws_access_key", f"{p}{_r(16, UPPER_DIGITS)}") for p in ["AKIA", "ASIA", "ABIA", "ACCA"]],
     *[("github_token", f"gh{c}_{_r(36)}") for c in "pousr"],
     *[("stripe_key", f"{a}k_{b}_{_r(24)}") for a in "sr" for b in ["live", "test"]],
@@ -99,11 +122,42 @@ EXAMPLES = (
 )
 POSITIVES = [(rule, text) for rule, text, _ in TRUE_POSITIVES] + MORE_POSITIVES
 # Characters that (?i) matching equates with ASCII letters (İ ı ~ i, K ~ k, ſ ~ s), and the glue around assignments.
-ODD = ["\u0130", "\u0131", "\u212a", "\u017f", ":", "=", "\"", "'", "\\", " ", "\t", "\n", "-", "_", ".", "/", "@", "$"]
+ODD = ["\u0130", "\u0131", "\u212a", "\u017f", ":", "=", '"', "'", "\\", " ", "\t", "\n", "-", "_", ".", "/", "@", "$"]
 WORDS = [
-    "password", "passwd", "pwd", "secret", "token", "auth", "api_key", "Authorization: ", "Bearer ", "Basic ",
-    "://", "sk-", "ghp_", "xoxb-", "AKIA", "-----BEGIN ", "eyJ", "key-", "--user ", "-u ", "--password=", "AccountKey",
-    "sig=", "bot", "12345678:", "SG.", "hf_", "npm_", "NRAK-", "shpat_", "ATATT3", "EAAA", "sq0atp-", "access_token$",
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+    "auth",
+    "api_key",
+    "Authorization: ",
+    "Bearer ",
+    "Basic ",
+    "://",
+    "sk-",
+    "ghp_",
+    "xoxb-",
+    "AKIA",
+    "-----BEGIN ",
+    "eyJ",
+    "key-",
+    "--user ",
+    "-u ",
+    "--password=",
+    "AccountKey",
+    "sig=",
+    "bot",
+    "12345678:",
+    "SG.",
+    "hf_",
+    "npm_",
+    "NRAK-",
+    "shpat_",
+    "ATATT3",
+    "EAAA",
+    "sq0atp-",
+    "access_token$",
 ]
 
 
