@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -127,18 +128,22 @@ class _Kept:
     """Pooled connections kept checked out in autocommit for the one-statement appends (per engine).
 
     A pool checkout, its reset on return and the autocommit switches cost ~35 us, as much as a tenth of a put().
-    At most ``_MAX`` are kept (the rest go back to the pool); the engine's dispose() closes them.
+    At most ``_MAX`` are kept (the rest go back to the pool); the engine's dispose() closes them. A forked child
+    never uses (nor closes) its parent's: their sockets are the parent's sessions.
     """
 
     _MAX = 2
 
     def __init__(self, engine: Engine) -> None:
         self._engine = weakref.ref(engine)  # _KEPT's values must not keep its keys alive
+        self._pid = os.getpid()
         self.free: list[Any] = []
         event.listen(engine, "engine_disposed", self._drop)
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        if self._pid != os.getpid():
+            self._forget()
         try:
             fairy = self.free.pop()  # list.pop/append are atomic: no lock needed between threads
         except IndexError:
@@ -164,9 +169,19 @@ class _Kept:
             self.free.append(fairy)
 
     def _drop(self, _engine: Engine) -> None:
+        if self._pid != os.getpid():
+            self._forget()
+            return
         while self.free:
             fairy = self.free.pop()
             fairy.invalidate()  # closes the driver connection now (the pool it came from is gone)
+
+    def _forget(self) -> None:
+        """In a forked child: set the parent's connections aside, never used, closed nor collected (closing, or the
+        driver's finalizer, would end the parent's sessions on the shared sockets)."""
+        _INHERITED.extend(self.free)
+        self.free = []
+        self._pid = os.getpid()
 
 
 def _release(fairy: Any) -> None:
@@ -178,6 +193,7 @@ def _release(fairy: Any) -> None:
 
 
 _KEPT: weakref.WeakKeyDictionary[Engine, _Kept] = weakref.WeakKeyDictionary()
+_INHERITED: list[Any] = []
 
 
 class EventStore(EventReader):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,29 @@ def test_a_malformed_items_jsonl_under_a_new_root_is_a_clear_error(tmp_path: Pat
     (tmp_path / "items.jsonl").write_text('{"kind": "text", "text": "ok"}\nnot json\n')
     with pytest.raises(ValueError, match="items.jsonl"):
         Substrate(root=tmp_path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_touches_the_parents_kept_connections(store: Substrate) -> None:
+    from service.eventstore import _KEPT
+
+    store.add("text", "parent 1")
+    store.add("text", "parent 2")
+    kept = _KEPT[store.engine].free[0].driver_connection
+    with warnings.catch_warnings():  # Python 3.12+ warns when a process with threads forks
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: SQLAlchemy's fork recipe, then a write of its own on its own connections
+        code = 1
+        try:
+            store.engine.dispose(close=False)
+            store.add("text", "child")
+            gc.collect()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert kept.execute("SELECT 1").fetchone() == (1,)  # the parent's session is still alive
+    store.add("text", "parent 3")
+    assert sorted(i.text for i in store.all()) == ["child", "parent 1", "parent 2", "parent 3"]
