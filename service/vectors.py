@@ -137,19 +137,7 @@ def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
         scope = None if domain == ALL_DOMAIN else domain
         base = {"domain": domain, "did": did, "version": VERSION, "seq": changed}
         if n_text < MIN_FIT_DOCS:
-            _clear(conn, did)
-            conn.execute(
-                _UPSERT,
-                {
-                    **base,
-                    "dim": 0,
-                    "n_fit": 0,
-                    "n_folded": 0,
-                    "n_vectors": 0,
-                    "vocab": 0,
-                    "params": dumps({"mode": "lexical", "n_text": n_text}),
-                },
-            )
+            _lexical_only(conn, did, base, n_text)
             return
         # A domain whose content went back in time (a prefix rebuild) is refitted from scratch.
         if not full and dim and version == VERSION and changed > fitted:
@@ -177,6 +165,15 @@ def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
                 )
                 return
         _full_fit(conn, did, scope, base)
+
+
+def _lexical_only(conn: Connection, did: int, base: dict[str, Any], n_text: int) -> None:
+    """Record a domain with no embedding (too few texts to fit one): its search ranks lexically."""
+    _clear(conn, did)
+    params = {"mode": "lexical", "n_text": n_text}
+    conn.execute(
+        _UPSERT, {**base, "dim": 0, "n_fit": 0, "n_folded": 0, "n_vectors": 0, "vocab": 0, "params": dumps(params)}
+    )
 
 
 def _clear(conn: Connection, did: int) -> None:
@@ -298,19 +295,7 @@ def _full_fit(conn: Connection, did: int, scope: str | None, base: dict[str, Any
     fitted = _fit(rows)
     t2 = time.perf_counter()
     if fitted is None:
-        _clear(conn, did)
-        conn.execute(
-            _UPSERT,
-            {
-                **base,
-                "dim": 0,
-                "n_fit": 0,
-                "n_folded": 0,
-                "n_vectors": 0,
-                "vocab": 0,
-                "params": dumps({"mode": "lexical", "n_text": len(rows)}),
-            },
-        )
+        _lexical_only(conn, did, base, len(rows))
         return
     vocab, term_vecs, Z, ok, dim = fitted
     cur = _cursor(conn)
