@@ -241,10 +241,15 @@ class EventStore(EventReader):
             head = self._hints.head = (int(seq), event_id)
         return head
 
-    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
-        """The current version of each of ``streams`` that has events (one query)."""
-        with self.engine.connect() as c:
-            return dict(loads(c.execute(text(_VERSIONS_SQL), {"streams": list(streams)}).scalar_one()))
+    def stream_versions(self, streams: Sequence[str], *, new: Sequence[str] = ()) -> dict[str, int]:
+        """The current version of each of ``streams`` that has events (one query); of ``new`` (streams believed
+        to have none: generated ids), only the versions this engine has written itself, no query."""
+        known = self._hints.versions
+        out = {s: known[s] for s in new if s in known}
+        if streams:
+            with self.engine.connect() as c:
+                out.update(loads(c.execute(text(_VERSIONS_SQL), {"streams": list(streams)}).scalar_one()))
+        return out
 
     def stamp(
         self, events: Sequence[NewEvent], principal: str, head: tuple[int, str | None], versions: dict[str, int]

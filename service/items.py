@@ -36,10 +36,22 @@ def json_time(value: float) -> float | str:
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
+class _GeneratedId(str):
+    """An id this process generated (a plain str to everyone else): the bulk append need not look it up."""
+
+    __slots__ = ()
+
+
 def _new_id() -> str:
     # 64 random bits, as the spec's store generates them: short enough that a tight context budget still fits an
     # item's [kind:id] tag, and a collision among 10^9 items has odds of about 1 in 40,000.
-    return uuid.uuid4().hex[:16]
+    return _GeneratedId(uuid.uuid4().hex[:16])
+
+
+def is_generated_id(value: object) -> bool:
+    """Whether ``value`` is an id this process generated for a new item (a hint only: the log's UNIQUE(stream,
+    version) still refuses a collision, and the append then takes the locked path)."""
+    return type(value) is _GeneratedId
 
 
 def _id_list(value: Any, name: str) -> list[str]:

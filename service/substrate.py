@@ -18,7 +18,7 @@ from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.eventstore import ChainReport, EventStore
-from service.items import SubstrateItem
+from service.items import SubstrateItem, is_generated_id
 from service.retry import retries
 from service.security import guard_view
 from service.snapshot import SNAPSHOT_NAME, read_snapshot, write_snapshot
@@ -150,7 +150,15 @@ class Substrate:
         self._writable()
         ids: list[str] = []
         pending: list[NewEvent] = []
+        # Ids generated in this process for new items are not looked up in the log (5,000 index probes a batch):
+        # a collision, however unlikely, fails the batch's compare-and-set and the batch takes the locked path.
+        generated: list[str] = []
+        given: list[str] = []
         appender = BulkAppender(self.events, self.principal, self._wrote)
+
+        def submit() -> None:
+            appender.submit(pending, versions=self.events.stream_versions(given, new=generated) if pending else None)
+
         try:
             with bulk_work():  # no collector passes, quick hand-offs to the writer (projections.bulkwork)
                 for item in items:
@@ -158,11 +166,12 @@ class Substrate:
                     pending.append(
                         NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
                     )
-                    ids.append(str(data["id"]))
+                    ids.append(data["id"])
+                    (generated if is_generated_id(item.id) else given).append(data["id"])
                     if len(pending) >= _BULK_CHUNK:
-                        appender.submit(pending)
-                        pending = []
-                appender.submit(pending)
+                        submit()
+                        pending, generated, given = [], [], []
+                submit()
                 appender.finish()
         finally:
             appender.close()

@@ -150,3 +150,16 @@ def test_a_batch_whose_reply_was_lost_after_commit_is_not_written_twice(store: S
     appender.finish()
     assert lost and written == [list(range(2 + 10 * b, 12 + 10 * b)) for b in range(3)]
     assert store.events.head() == 31 and len(store) == 31 and verify_store(store).ok
+
+
+def test_a_generated_id_that_already_has_events_still_lands_as_its_next_version(store: Substrate) -> None:
+    first = SubstrateItem(kind="text", text="first state")
+    store.put(first)
+    store.events._hints.versions.clear()  # as if another process had written it: nothing hints its version
+    again = SubstrateItem(kind="text", text="second state", id=first.id)  # the same generated id object
+    others = [SubstrateItem(kind="text", text=f"new {i}") for i in range(20)]
+    ids = store.put_many([*others[:10], again, *others[10:]])
+    assert ids[10] == first.id
+    assert [e.version for e in store.events.read(stream=first.id)] == [1, 2]
+    assert store.get(first.id).text == "second state" and len(store) == 21
+    assert verify_store(store).ok

@@ -105,3 +105,13 @@ def test_from_json_never_fails_with_anything_but_value_error(d: dict) -> None:
         SubstrateItem.from_json(d)
     except ValueError:
         pass
+
+
+def test_only_ids_the_item_generated_are_marked_generated() -> None:
+    from service.items import is_generated_id
+
+    made = SubstrateItem(kind="text", text="x")
+    assert is_generated_id(made.id) and isinstance(made.id, str)
+    assert not is_generated_id(SubstrateItem(kind="text", id="given").id)
+    assert not is_generated_id(SubstrateItem.from_json(made.to_json() | {"id": str(made.id)}).id)
+    assert made == SubstrateItem.from_json(made.to_json())  # equal to the same item with a plain-string id

@@ -58,3 +58,15 @@ def test_errors_still_name_the_path() -> None:
             assert str(exc).startswith(where + ":"), exc
         else:
             raise AssertionError(f"{bad!r} accepted")
+
+
+class _Label(str):
+    __slots__ = ()
+
+
+def test_str_subclasses_are_stored_as_plain_strings() -> None:
+    out = normalize_json({"id": _Label("a1"), "tags": [_Label("t")], _Label("k"): 1}, "item")
+    assert out == {"id": "a1", "tags": ["t"], "k": 1}
+    assert {type(out["id"]), type(out["tags"][0])} | {type(k) for k in out} == {str}
+    slow = _normalize({"id": _Label("a1")}, "item")
+    assert type(slow["id"]) is str
