@@ -1,10 +1,10 @@
 """Pipelined bulk appends: one writer thread writes batch k while the caller prepares and stamps batch k+1.
 
 The caller's thread numbers and addresses each batch as if it followed the batch before it (``EventStore.stamp``,
-from the head this engine last saw), then hands it to the writer, which writes it in one compare-and-set statement
-(``EventStore.insert_stamped``). The database works on one batch while Python works on the next: each side is
-about half of a bulk append. When another writer got in between, the statement writes nothing, and the batch (and
-the ones after it, for a while) are appended the ordinary way instead, under the chain lock, in order.
+from the head this engine last saw), then hands it to the writer, which writes it in one transaction that first
+compare-and-sets the log head (``EventStore.insert_stamped``). The database works on one batch while Python works
+on the next. When another writer got in between, the transaction writes nothing, and the batch (and the ones after
+it, for a while) are appended the ordinary way instead, under the chain lock, in order.
 
 Batches commit one by one, in submission order; ``on_written`` runs on the caller's thread for each, with the
 stored events, once it is committed. An error in a batch stops the appender and is raised to the caller; batches
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.events import NewEvent, StoredEvent
-from service.eventstore import EventStore
+from service.eventstore import BatchWrite, EventStore
 
 __all__ = ["BulkAppender"]
 
@@ -30,7 +30,7 @@ class _Batch:
     context: Any
     versions: dict[str, int] | None = None
     stamped: list[StoredEvent] | None = None
-    statement: tuple[str, dict[str, Any]] | None = None
+    write: BatchWrite | None = None
 
 
 class BulkAppender:
@@ -64,14 +64,14 @@ class BulkAppender:
             self._stamp(batch)  # while the batch in flight is being written
         if self._settle():
             fast = False  # that batch lost its race and went through the lock: this one does too
-        if not fast or batch.statement is None:
+        if not fast or batch.write is None:
             self._direct = max(0, self._direct - 1)
             self._append_now(batch)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-append")
-        assert batch.stamped is not None  # stamped along with its statement
-        self._inflight = (batch, self._pool.submit(self.store.insert_stamped, batch.stamped, batch.statement))
+        assert batch.stamped is not None  # stamped along with its write
+        self._inflight = (batch, self._pool.submit(self.store.insert_stamped, batch.stamped, batch.write))
 
     def finish(self) -> None:
         """Wait until every submitted batch is committed (raising the first error) and stop the writer."""
@@ -98,7 +98,7 @@ class BulkAppender:
         versions.update({s: self._pending_versions[s] for s in streams if s in self._pending_versions})
         batch.stamped = self.store.stamp(batch.events, self.principal, head, versions)
         # Plans and serialization happen here too, so that the writer thread only waits on the database.
-        batch.statement = self.store.batch_statement(batch.stamped, head)
+        batch.write = self.store.batch_statement(batch.stamped, head)
         self._head = (batch.stamped[-1].seq, batch.stamped[-1].event_id)
         self._pending_versions = {s.stream: s.version for s in batch.stamped}
 

@@ -7,6 +7,7 @@ import functools
 import os
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
-from projections.registry import BIND, Statement, plan_events, plans_as_ctes, projector_names
+from projections.registry import BIND, Statement, plan_apply, plan_events, plans_as_ctes, projector_names
 from service.db import has_nul
 from service.errors import ConcurrencyError
 from service.eventread import ChainReport, EventReader, row_to_event
@@ -72,23 +73,17 @@ _INSERT_CAS = (
 _STREAM_CHECK = " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current"
 _INSERT_CAS_EXPECTED = _INSERT_CAS.replace("{stream_check}", _STREAM_CHECK)
 _INSERT_CAS_HINTED = _INSERT_CAS.replace("{stream_check}", "")
-# A whole batch stamped ahead of time (service.bulk_append) as one autocommit statement: the same compare-and-set
-# on the head, the events from one JSON document (the CTE ``ev``, which projectors' batch plans read too), every
-# inline projector's single statement and the checkpoints.
-# Only the head is compared: every append moves it, so an unchanged head means nothing was written since the
-# stamps' versions were read (UNIQUE(stream, version) backs this up).
-_INSERT_BATCH_CAS = (
-    "WITH h AS (UPDATE log_head SET seq = :seq, event_id = :event_id "
-    " WHERE id = 1 AND seq = :after AND event_id IS NOT DISTINCT FROM :prev RETURNING seq), "
-    "ev AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(CAST(:events AS jsonb)) AS r(seq bigint, stream text, "
-    " version int, type text, data jsonb, principal text, scope text, event_id text, prev text)), "
-    "e AS (INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at) "
-    " SELECT ev.seq, ev.stream, ev.version, ev.type, ev.data, ev.principal, ev.scope, ev.event_id, ev.prev, "
-    " clock_timestamp() FROM h, ev ORDER BY ev.seq RETURNING seq, recorded_at), "
-    "c AS (INSERT INTO checkpoints (name, seq) SELECT unnest(CAST(:names AS text[])), :seq "
-    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq){projections} "
-    "SELECT substrate_appended((SELECT max(recorded_at) FROM e)), (SELECT array_agg(recorded_at ORDER BY seq) FROM e)"
+# A whole batch stamped ahead of time (service.bulk_append) is written in one transaction: this compare-and-set
+# on the head first (it takes the chain lock only if nothing was appended since the batch was stamped: every
+# append moves the head; UNIQUE(stream, version) backs this up), then COPY of the events, then the inline
+# projectors' statements reading the batch back from the log, checkpoints included.
+_CLAIM_HEAD = (
+    "UPDATE log_head SET seq = %(seq)s, event_id = %(event_id)s "
+    "WHERE id = 1 AND seq = %(after)s AND event_id IS NOT DISTINCT FROM %(prev)s RETURNING seq"
 )
+# The batch's recorded_at, one per event (the column's default, clock_timestamp(), taken under the chain lock).
+_RECORDED = "SELECT array_agg(recorded_at ORDER BY seq) FROM events WHERE seq > %(after)s AND seq <= %(seq)s"
+_COPY_EVENTS = "COPY events (seq, stream, version, type, data, principal, scope, event_id, prev) FROM STDIN"
 _RACED = "SB409"  # substrate_appended's SQLSTATE
 # What a compare-and-set statement returns, read back from the log: found only if its last event landed.
 _LANDED_SQL = (
@@ -196,6 +191,22 @@ _KEPT: weakref.WeakKeyDictionary[Engine, _Kept] = weakref.WeakKeyDictionary()
 _INHERITED: list[Any] = []
 
 
+@dataclass(frozen=True, slots=True)
+class BatchWrite:
+    """A stamped batch ready for ``EventStore.insert_stamped``: the head it follows, its last event, the event
+    rows for COPY (data serialized; recorded_at is the column's default) and the projectors' statements (psycopg
+    placeholders), all built on the caller's thread."""
+
+    after: tuple[int, str | None]
+    last: tuple[int, str]
+    rows: list[tuple[Any, ...]]
+    statements: list[tuple[str, dict[str, Any]]]
+
+
+class _Lost(Exception):
+    """The head moved since the batch was stamped: nothing is written."""
+
+
 class EventStore(EventReader):
     """Appends events in one transaction (chain lock, version check, insert, inline projection) and reads them."""
 
@@ -265,37 +276,53 @@ class EventStore(EventReader):
             prev = stored[-1].event_id
         return stored
 
-    def batch_statement(
-        self, stored: Sequence[StoredEvent], after: tuple[int, str | None]
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The one statement that writes a batch ``stamp`` made after ``after`` (see _INSERT_BATCH_CAS), or None
-        when a projector needs more than one statement for it (they must run in order): append it normally."""
-        # Optimistic: a plain INSERT of items it believes new; a row that exists fails the statement like a lost race.
-        plans = plan_events(stored, single=True, shared=True, optimistic=True)
-        if plans is None or not stored:
+    def batch_statement(self, stored: Sequence[StoredEvent], after: tuple[int, str | None]) -> BatchWrite | None:
+        """What writes a batch ``stamp`` made after ``after`` (see _CLAIM_HEAD), or None when the inline projectors
+        cannot plan it as statements: append it normally."""
+        # Optimistic: a plain INSERT of items it believes new; a row that exists fails the batch like a lost race.
+        statements = plan_apply(stored, optimistic=True) if stored else None
+        if not statements:
             return None
         last = stored[-1]
-        params: dict[str, Any] = {
-            "seq": last.seq,
-            "event_id": last.event_id,
-            "after": after[0],
-            "prev": after[1],
-            "names": _names_array(),
-            "events": dumps([_event_row(s) for s in stored]),
-        }
-        return _with_plans(_INSERT_BATCH_CAS, plans, params), params
+        rows = [
+            (s.seq, s.stream, s.version, s.type, dumps(s.data), s.principal, s.scope, s.event_id, s.prev)
+            for s in stored
+        ]
+        planned = [(_psycopg_sql(sql), values) for sql, values in statements]
+        return BatchWrite(after, (last.seq, last.event_id), rows, planned)
 
-    def insert_stamped(
-        self, stored: Sequence[StoredEvent], statement: tuple[str, dict[str, Any]]
-    ) -> list[StoredEvent] | None:
+    def insert_stamped(self, stored: Sequence[StoredEvent], write: BatchWrite) -> list[StoredEvent] | None:
         """Run a ``batch_statement``; the stored events with their times, or None (nothing written) when the head
         had moved since the batch was stamped."""
-        row = self._compare_and_set(*statement)
-        if row is None:
+        if any(has_nul(values) for _, values in write.statements):
+            raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
+        claim = {"seq": write.last[0], "event_id": write.last[1], "after": write.after[0], "prev": write.after[1]}
+        try:
+            with self._kept.connection() as raw, raw.transaction(), raw.cursor() as cur:
+                if cur.execute(_CLAIM_HEAD, claim).fetchone() is None:
+                    raise _Lost
+                with cur.copy(_COPY_EVENTS) as copy:
+                    for r in write.rows:
+                        copy.write_row(r)
+                for sql, values in write.statements:
+                    cur.execute(sql, values)
+                times = cur.execute(_RECORDED, claim).fetchone()[0]  # type: ignore[index]
+        except (_Lost, pg_errors.UniqueViolation):
             return None
-        out = [_with_time(s, t) for s, t in zip(stored, row[1], strict=True)]
+        except psycopg.OperationalError:
+            times = self._landed(claim)  # the connection died: did the commit land? (see _compare_and_set)
+            if times is None:
+                return None
+        out = [_with_time(s, t) for s, t in zip(stored, times, strict=True)]
         self._hints.saw(out)
         return out
+
+    def _landed(self, params: dict[str, Any]) -> list[Any] | None:
+        """The recorded times of the events an append wrote up to ``params["seq"]``, if its last event (``event_id``
+        at that seq) is in the log; None if it is not (nothing of that append was committed)."""
+        with self.engine.connect() as c:
+            row = c.execute(text(_LANDED_SQL), params).one()
+        return None if row[0] is None else list(row[1])
 
     def _append_cas(self, e: NewEvent, principal: str) -> StoredEvent | None:
         """One event in one autocommit round trip (see _INSERT_CAS), or None when the locked path must do it."""
@@ -330,11 +357,8 @@ class EventStore(EventReader):
         except psycopg.OperationalError:
             # The connection died (a server restart, an idle timeout): the statement may or may not have
             # committed. The last event's content address says which; if it did not, the caller appends anew.
-            with self.engine.connect() as c:
-                row = c.execute(text(_LANDED_SQL), params).one()
-            if row[0] is None:
-                return None
-            return tuple(row)
+            times = self._landed(params)
+            return None if times is None else (times[-1],)
 
     def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
         prepared = [(e, *_type_and_data(e)) for e in events]
@@ -464,24 +488,19 @@ def _psycopg_sql(sql: str) -> str:
     return BIND.sub(lambda m: f"%({m.group(1)})s", sql.replace("%", "%%"))
 
 
-def _event_row(s: StoredEvent) -> dict[str, Any]:
-    """One event's column values, data as a structure (a row of _INSERT_BATCH_CAS's JSON document)."""
+def _row(s: StoredEvent) -> dict[str, Any]:
+    """One event's column values, data serialized for a jsonb parameter."""
     return {
         "seq": s.seq,
         "stream": s.stream,
         "version": s.version,
         "type": s.type,
-        "data": s.data,
+        "data": dumps(s.data),
         "principal": s.principal,
         "scope": s.scope,
         "event_id": s.event_id,
         "prev": s.prev,
     }
-
-
-def _row(s: StoredEvent) -> dict[str, Any]:
-    """One event's column values, data serialized for a jsonb parameter."""
-    return {**_event_row(s), "data": dumps(s.data)}
 
 
 def _with_time(s: StoredEvent, recorded: Any) -> StoredEvent:

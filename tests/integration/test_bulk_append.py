@@ -127,27 +127,30 @@ def test_one_batch_with_repeated_ids_and_contents_projects_like_the_ordinary_pat
 
 
 def test_a_batch_whose_reply_was_lost_after_commit_is_not_written_twice(store: Substrate, monkeypatch: Any) -> None:
+    import contextlib
+
     import psycopg
 
-    import service.eventstore as eventstore
-
     store.add("text", "first")
-    real, lost = eventstore._fetch_one, []
+    kept, lost = store.events._kept, []
+    real = kept.connection
 
-    def commit_then_lose_the_reply(raw: Any, sql: str, params: dict[str, Any]) -> Any:
-        row = real(raw, sql, params)
-        if "jsonb_to_recordset" in sql and not lost:
-            lost.append(sql)
-            raw.close()
-            raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return row
+    @contextlib.contextmanager
+    def commit_then_lose_the_reply() -> Any:
+        with real() as raw:
+            yield raw  # the batch's transaction commits when the caller's block ends
+            if not lost:
+                lost.append(1)
+                raw.close()
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(eventstore, "_fetch_one", commit_then_lose_the_reply)
+    monkeypatch.setattr(kept, "connection", commit_then_lose_the_reply)
     written: list[list[int]] = []
     appender = BulkAppender(store.events, "p", lambda stored, ctx: written.append([s.seq for s in stored]))
     for b in range(3):
         appender.submit(_events(store, f"l{b}", 10))
     appender.finish()
+    monkeypatch.undo()
     assert lost and written == [list(range(2 + 10 * b, 12 + 10 * b)) for b in range(3)]
     assert store.events.head() == 31 and len(store) == 31 and verify_store(store).ok
 
