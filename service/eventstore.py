@@ -320,7 +320,10 @@ class EventStore(EventReader):
     def _landed(self, params: dict[str, Any]) -> list[Any] | None:
         """The recorded times of the events an append wrote up to ``params["seq"]``, if its last event (``event_id``
         at that seq) is in the log; None if it is not (nothing of that append was committed)."""
-        with self.engine.connect() as c:
+        with self.engine.begin() as c:
+            # A commit still in flight on the dead connection holds the head's row lock: wait it out, so that
+            # "not in the log" means it never will be (else the caller's retry would write the batch twice).
+            c.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR SHARE"))
             row = c.execute(text(_LANDED_SQL), params).one()
         return None if row[0] is None else list(row[1])
 

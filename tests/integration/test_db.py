@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from service import Substrate
+from service import Substrate, SubstrateItem
 
 
 def test_default_store_is_fresh_and_dropped_on_close() -> None:
@@ -182,3 +182,31 @@ def test_a_forked_child_never_touches_the_parents_kept_connections(store: Substr
     assert kept.execute("SELECT 1").fetchone() == (1,)  # the parent's session is still alive
     store.add("text", "parent 3")
     assert sorted(i.text for i in store.all()) == ["child", "parent 1", "parent 2", "parent 3"]
+
+
+def test_settling_a_lost_append_waits_for_a_commit_still_in_flight(store: Substrate) -> None:
+    import queue
+    import threading
+
+    from service.events import ItemPut, NewEvent
+
+    store.add("text", "first")
+    stamped: queue.Queue[object] = queue.Queue()
+    release = threading.Event()
+
+    def append_and_hold_the_commit() -> None:
+        data = store._prepare(SubstrateItem(kind="text", text="in flight", id="flight"), None)
+        event = NewEvent(stream="flight", event=ItemPut(item=data), scope=data["scope"], normalized=True)
+        with store.engine.begin() as conn:
+            stamped.put(store.events.append([event], "p", conn=conn)[0])
+            release.wait(5)  # the commit has not happened yet: the head's row lock is held
+
+    writer = threading.Thread(target=append_and_hold_the_commit)
+    writer.start()
+    s = stamped.get(timeout=10)
+    threading.Timer(0.5, release.set).start()
+    t0 = time.monotonic()
+    times = store.events._landed({"after": s.seq - 1, "seq": s.seq, "event_id": s.event_id})
+    writer.join(10)
+    assert times is not None and len(times) == 1  # it waited for the commit and found the event
+    assert time.monotonic() - t0 >= 0.4
