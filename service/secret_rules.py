@@ -822,7 +822,15 @@ RULES: tuple[Rule, ...] = (
         ),
         keywords=("key",),
     ),
-    Rule("newrelic_key", _regex(_L + r"NR(?:AK|II)-[A-Za-z0-9]{20,40}+" + _R), anchors=(r"-(?<=NRAK-|NRII-)",)),
+    # User and insert keys (NRAK-, NRII-), browser keys (NRJS-), and ingest license keys: 36 hex digits (an EU
+    # account's start with eu01xx), then NRAL.
+    Rule(
+        "newrelic_key",
+        _regex(
+            _L + r"(?:NR(?:AK|II)-[A-Za-z0-9]{20,40}+|NRJS-[a-f0-9]{19}|(?:[a-f0-9]{36}|eu01xx[a-f0-9]{30})NRAL)" + _R
+        ),
+        anchors=(r"-(?<=NRAK-|NRII-|NRJS-)", "NRAL"),
+    ),
     Rule(
         "shopify_token",
         _regex(_L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R),
