@@ -11,6 +11,7 @@ import threading
 import uuid
 import warnings
 import weakref
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,12 +330,16 @@ def _clone_template(server_url: str) -> str:
 
 
 def _take_clone(server_url: str) -> str:
-    """A fresh clone of the template: the spare made in the background after the previous open when there is one
-    (cloning takes 30-300 ms, depending on what the checkpointer is doing), and start making the next spare."""
+    """A fresh clone of the template: the oldest spare made in the background when there is one (cloning takes
+    30-300 ms, depending on what the checkpointer is doing), and start making spares up to ``_SPARES`` again."""
+    pid = os.getpid()
     with _lock:
-        spare = _spares.pop(server_url, None)
+        queue = _spares.setdefault(server_url, deque())
+        while queue and queue[0][0] != pid:  # a forked child never waits on its parent's thread (nor drops theirs)
+            queue.popleft()
+        spare = queue.popleft() if queue else None
     name = None
-    if spare is not None and spare[0] == os.getpid():  # a forked child never waits on its parent's thread
+    if spare is not None:
         try:
             name = spare[1].result()
         except Exception:  # noqa: BLE001 - the spare failed: clone in the foreground, which raises if it must
@@ -342,24 +347,32 @@ def _take_clone(server_url: str) -> str:
     if name is None:
         name = _clone_template(server_url)
     with _lock:
-        global _spare_maker
-        if server_url not in _spares:
-            if _spare_maker is None:
-                _spare_maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="substrate-spare-db")
-            _spares[server_url] = (os.getpid(), _spare_maker.submit(_clone_template, server_url))
+        maker = _maker()
+        while len(queue) < _SPARES:
+            queue.append((pid, maker.submit(_clone_template, server_url)))
     return name
 
 
-# One spare clone per server, made in the background (see _take_clone); dropped at exit.
-_spares: dict[str, tuple[int, Future[str]]] = {}
-_spare_maker: ThreadPoolExecutor | None = None
+def _maker() -> ThreadPoolExecutor:
+    """This process's spare maker (a forked child's copy of its parent's has no thread behind it)."""
+    global _spare_maker
+    if _spare_maker is None or _spare_maker[0] != os.getpid():
+        _spare_maker = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="substrate-spare-db"))
+    return _spare_maker[1]
+
+
+# Spare clones per server, made in the background one after the other (see _take_clone); dropped at exit. Two:
+# opens back to back (a test suite, a benchmark) then rarely wait for a clone.
+_SPARES = 2
+_spares: dict[str, deque[tuple[int, Future[str]]]] = {}
+_spare_maker: tuple[int, ThreadPoolExecutor] | None = None
 
 
 @atexit.register
 def _forget_templates() -> None:
     _template_ready.clear()
     with _lock:
-        spares = [(url, spare) for url, (pid, spare) in _spares.items() if pid == os.getpid()]
+        spares = [(url, spare) for url, queue in _spares.items() for pid, spare in queue if pid == os.getpid()]
         _spares.clear()
     for url, spare in spares:
         try:

@@ -9,6 +9,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -210,3 +211,49 @@ def test_settling_a_lost_append_waits_for_a_commit_still_in_flight(store: Substr
     writer.join(10)
     assert times is not None and len(times) == 1  # it waited for the commit and found the event
     assert time.monotonic() - t0 >= 0.4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_opens_default_stores_without_waiting_on_its_parents_threads() -> None:
+    Substrate().close()  # the parent has spare clones in the making, on a thread the child will not have
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            for _ in range(3):
+                s = Substrate()
+                s.add("text", "child")
+                s.close()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("the child hung opening a store")
+
+
+def test_default_stores_opened_back_to_back_take_ready_spares() -> None:
+    import service.db as db
+
+    first = Substrate()
+    host = parse_qs(urlsplit(first.url).query).get("host", [urlsplit(first.url).netloc])[0]
+    first.close()
+    queue = next(q for url, q in db._spares.items() if host in url)
+    spares = [future.result(timeout=30) for _, future in list(queue)]
+    assert len(spares) == db._SPARES == 2
+    opened = []
+    for _ in range(2):  # back to back: both open a clone made ahead of time, none waits for one
+        s = Substrate()
+        opened.append(s.url.rsplit("/", 1)[-1].split("?")[0])
+        s.close()
+    assert opened == spares
