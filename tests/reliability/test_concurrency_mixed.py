@@ -76,16 +76,16 @@ def _race(store: Substrate, item_id: str, write: Any) -> Any:
         th = threading.Thread(target=run, daemon=True)
         th.start()
         deadline = time.monotonic() + 30
+        waiting = text("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
         with store.engine.connect() as probe:
-            while (
-                time.monotonic() < deadline
-                and not probe.execute(
-                    text(
-                        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                    )
-                ).first()
-            ):
+            while time.monotonic() < deadline:
+                seen = probe.execute(waiting).first()
+                probe.rollback()  # pg_stat_activity is read once per transaction: each poll needs a new one
+                if seen:
+                    break
                 time.sleep(0.01)
+            else:
+                raise AssertionError("the write never waited for the chain lock")
         tx.commit()
     th.join(30)
     assert not th.is_alive()
