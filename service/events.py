@@ -200,7 +200,7 @@ def _normalize(value: Any, path: str) -> Any:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise ValueError(f"{path}: not valid UTF-8 ({exc.reason})") from None
-        return value if type(value) is str else str(value)
+        return value if type(value) is str else str.__str__(value)  # the characters, whatever its __str__ says
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
     if isinstance(value, dict):
@@ -240,7 +240,7 @@ def _normalize_fast(value: Any) -> Any:
     if t is float and math.isfinite(value) and not (value.is_integer() and abs(value) >= 1e16):
         return 0.0 if value == 0.0 else value
     if isinstance(value, str):  # a str subclass (a generated id, an enum) is stored as the plain string
-        return _normalize_fast(str(value))
+        return _normalize_fast(str.__str__(value))
     raise _Unusual
 
 

@@ -70,3 +70,13 @@ def test_str_subclasses_are_stored_as_plain_strings() -> None:
     assert {type(out["id"]), type(out["tags"][0])} | {type(k) for k in out} == {str}
     slow = _normalize({"id": _Label("a1")}, "item")
     assert type(slow["id"]) is str
+
+
+def test_a_str_enum_is_stored_as_its_value_not_its_name() -> None:
+    import enum
+
+    class Color(str, enum.Enum):  # noqa: UP042 - the mixin form, whose str() is the name, is the point
+        RED = "red"
+
+    assert normalize_json({"c": Color.RED, "l": [Color.RED]}, "payload") == {"c": "red", "l": ["red"]}
+    assert _normalize({"c": Color.RED}, "payload") == {"c": "red"}
