@@ -163,9 +163,9 @@ def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[
 
 
 PREPARE = "caller: prepare each item (validate + secret guard + normalize)"
-STAMP = "caller: stamp, plan and serialize each batch (event addresses, item digests, the statement's JSON)"
+STAMP = "caller: stamp, plan and serialize each batch (event addresses, item digests, the COPY rows)"
 WAIT = "caller: wait for the writer (the previous batch still being written)"
-WRITER = "writer thread: one statement per batch (events, items, revisions, checkpoints), alongside the caller"
+WRITER = "writer thread: one transaction per batch (head claim, COPY of the events, items, revisions, checkpoints), alongside the caller"
 
 
 def bench_unguarded(store: Substrate, n: int) -> float:
