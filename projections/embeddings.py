@@ -53,17 +53,24 @@ _DROP_DOCS = text(
     "total_len = search_domains.total_len + EXCLUDED.total_len, n_text = search_domains.n_text + EXCLUDED.n_text"
 )
 # The CTEs that index the surfaces of the CTE ``s`` (item_id, scope, kind, seq, has_text, surface): ``v`` their
-# lexemes and lengths, ``docs`` and ``terms`` the inserted rows (what the statistics are counted from).
+# lexemes and lengths, ``docs`` and ``terms`` the inserted rows (what the statistics are counted from), ``st``
+# the postings per scope and term. The OFFSET 0 fences keep the planner from inlining ``s`` and ``x``, which
+# would compute each surface twice and its tsvector twice (once per reference).
 _POSTINGS = (
     "v AS MATERIALIZED (SELECT x.*, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(x.tsv) l)::int "
-    "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv FROM s) x), "
+    "  AS dl FROM (SELECT s.*, to_tsvector(CAST(:cfg AS regconfig), s.surface) AS tsv "
+    "  FROM (SELECT * FROM s OFFSET 0) s OFFSET 0) x), "
     "docs AS (INSERT INTO search_docs (item_id, scope, kind, seq, has_text, dl, thash) "
     "  SELECT item_id, scope, kind, seq, has_text, dl, md5(surface) FROM v RETURNING scope, dl, has_text), "
     "terms AS (INSERT INTO item_terms (item_id, term, scope, kind, tf, dl, imp) "
     "  SELECT v.item_id, l.lexeme, v.scope, v.kind, cardinality(l.positions), v.dl, "
     "  cardinality(l.positions) / (cardinality(l.positions) + :k1 * (1 - :b + :b * v.dl / :ref)) "
     "  FROM v, unnest(v.tsv) l RETURNING scope, term), "
+    "st AS MATERIALIZED (SELECT scope, term, count(*) AS n FROM terms GROUP BY 1, 2), "
 )
+# Document frequencies: per scope, and for the all-scopes domain the sum over scopes (counted once per term and
+# scope rather than once per posting and domain).
+_DF_ROWS = "SELECT scope, term, n FROM st UNION ALL SELECT '', term, sum(n) FROM st GROUP BY term"
 _POSTING_PARAMS = {"cap": SURFACE_CHARS, "cfg": TS_CONFIG, "k1": BM25_K1, "b": BM25_B, "ref": _IMP_LEN}
 # The payload is serialized by jsonb (sorted keys, canonical numbers), so live appends and replays agree.
 _ADD = text(
@@ -73,8 +80,8 @@ _ADD = text(
     "  CASE WHEN payload = '{}'::jsonb THEN NULL ELSE payload::text END, tags), :cap) AS surface FROM d), "
     + _POSTINGS
     + "df AS (INSERT INTO term_df (domain, term, df) "
-    "  SELECT x.domain, terms.term, count(*) FROM terms, LATERAL (VALUES (terms.scope), ('')) x(domain) "
-    "  GROUP BY 1, 2 ON CONFLICT (domain, term) DO UPDATE SET df = term_df.df + EXCLUDED.df) "
+    + _DF_ROWS
+    + " ON CONFLICT (domain, term) DO UPDATE SET df = term_df.df + EXCLUDED.df) "
     "INSERT INTO search_domains (domain, n_docs, total_len, n_text, changed_seq) "
     "SELECT x.domain, count(*), sum(docs.dl), count(*) FILTER (WHERE docs.has_text), 0 "
     "FROM docs, LATERAL (VALUES (docs.scope), ('')) x(domain) GROUP BY 1 "
@@ -109,8 +116,11 @@ _BUILD = text(
     "  CASE WHEN coalesce(i.doc->'payload', 'null') IN ('{}', 'null') THEN NULL ELSE (i.doc->'payload')::text END, "
     "  coalesce((SELECT string_agg(t.v, ' ' ORDER BY t.n) FROM jsonb_array_elements_text(CASE WHEN "
     "  jsonb_typeof(i.doc->'tags') = 'array' THEN i.doc->'tags' ELSE '[]' END) WITH ORDINALITY AS t(v, n)), '')), "
-    "  :cap) AS surface FROM items i), " + _POSTINGS + "df AS (INSERT INTO term_df (domain, term, df) "
-    "  SELECT x.domain, terms.term, count(*) FROM terms, LATERAL (VALUES (terms.scope), ('')) x(domain) GROUP BY 1, 2), "
+    "  :cap) AS surface FROM items i), "
+    + _POSTINGS
+    + "df AS (INSERT INTO term_df (domain, term, df) "
+    + _DF_ROWS
+    + "), "
     # Every item effect of the log (a state, or a removal: ord orders two effects of one event), and the state
     # it replaced: a change touches the old state's domain if it had text, the new one's if it has text.
     "eff AS (SELECT e.seq, x.ord, x.item_id, x.scope, x.has_text FROM public.events e CROSS JOIN LATERAL ("
