@@ -137,8 +137,14 @@ _ANNOTATED_DEFAULT = re.compile(r"[A-Z][\w.\[\], |]{0,128}=(?:None|True|False|nu
 # What docs write where a password goes ("https://user:password@host"): a word, not a credential.
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "value", "token"})
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,64}(?:_[A-Z0-9]{1,64}){1,16}")
+# A bare "pass" ends many words (bypass, compass, bandpass); glued to a letter it counts only after a service's
+# name, as env files write it (SSHPASS=, SMTPPASS=, REDISPASS=).
+_PASS_PREFIX = (
+    r"(?:ssh|sftp|ftp|smtp|imap|mail|db|sql|mysql|pg|postgres|redis|mongo|ldap|vnc|rdp|proxy|admin|root|wifi|wpa)"
+)
 _KEYWORD = (
-    r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])pass|pwd|secret|token|auth|apikey|cred(?:ential)?s|credential"
+    r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])(?i:" + _PASS_PREFIX + r")?pass|pwd|secret|token|auth|apikey"
+    r"|cred(?:ential)?s|credential"
     r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
@@ -419,6 +425,13 @@ def _url_check(m: re.Match[str], secret: str) -> bool:
     # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
     last = secret.rpartition(":")[2].lower()  # host:port,user:password (a multi-host URL): the password is last
     return not {secret.lower(), last} & (_PLACEHOLDER_WORDS | _METASYNTACTIC)
+
+
+def _netrc_check(m: re.Match[str], secret: str) -> bool:
+    # "default login anonymous password me@site": anonymous FTP asks for an e-mail address, not a secret.
+    if m.group("login").lower() in ("anonymous", "ftp"):
+        return False
+    return _cli_check(m, secret) and assignment_value_ok(secret, quoted=True, password=True)
 
 
 # The names docs use for anything (https://foo:bar@host): never a real password on their own.
@@ -1154,6 +1167,17 @@ RULES: tuple[Rule, ...] = (
             r"-p(?<=[ \t]-p)",
             r"-a(?<=[ \t]-a)",
         ),
+    ),
+    # A .netrc / _netrc entry (curl, git, ftp): "machine HOST login USER password VALUE", on one line or several.
+    Rule(
+        "netrc_password",
+        _regex(
+            r"(?<![\w-])(?:machine[ \t]{1,8}+[^\s]{1,253}+|default)(?:\s{1,64}+(?:account|port)[ \t]{1,8}+[^\s]{1,256}+){0,2}?"
+            r"\s{1,64}+login[ \t]{1,8}+(?P<login>[^\s]{1,256}+)(?:\s{1,64}+(?:account|port)[ \t]{1,8}+[^\s]{1,256}+){0,2}?"
+            r"\s{1,64}+password[ \t]{1,8}+(?P<s>[^\s'\"`]{1,256}+)",
+            check=_netrc_check,
+        ),
+        anchors=("machine", "default"),
     ),
     # A credential-named element or setting written as markup or a call, not as key = value: <password>v</password>,
     # <add key="ApiKey" value="v"/>, PHP's define('DB_PASSWORD', 'v').

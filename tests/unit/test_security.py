@@ -185,6 +185,11 @@ TRUE_POSITIVES = [
     ("cli_password", "sshpass -p '" + (k := rnd(14)) + "' ssh deploy@host", k),
     ("cli_password", "redis-cli -h cache -a " + (k := rnd(16)) + " ping", k),
     ("cli_password", "mysqldump -uroot -p" + (k := rnd(12) + "!") + " app > app.sql", k),
+    ("sensitive_assignment", "export SSHPASS=" + (k := rnd(14) + "7") + "\nsshpass -e ssh deploy@host", k),
+    ("sensitive_assignment", 'smtppass: "' + (k := rnd(12) + "7") + '"', k),
+    ("netrc_password", "machine api.heroku.com login ops@example.com password " + (k := rnd(16) + "7"), k),
+    ("netrc_password", "machine git.internal\n  login deploy\n  password " + (k := rnd(14) + "7") + "\n", k),
+    ("netrc_password", "default login deploy password " + (k := rnd(12) + "!"), k),
     ("ai_provider_key", "GROQ_KEY=gsk_" + (k := rnd(51) + "1"), "gsk_" + k),
     ("ai_provider_key", "pplx-" + (k := rnd(47) + "1"), "pplx-" + k),
     ("ai_provider_key", "xai-" + (k := rnd(79) + "1"), "xai-" + k),
@@ -529,6 +534,12 @@ FALSE_POSITIVES = [
     # curl placeholders.
     ("cli_password", "curl -i -u 'test:test'; curl -u <user:password> https://test.com/endpoint"),
     ("cli_password", "curl --user neo4j:[PASSWORD] http://[IP]:7474/db/data/"),
+    # A bare "pass" glued to a word that is not a service's name: bypass, compass, a filter's pass band.
+    ("sensitive_assignment", 'bypass=Tr0ub4dor3xyz compass = "Nw7Qp2Lx9Kz" highpass=Tr0ub4dor3xyz'),
+    ("netrc_password", "default login anonymous password guest@example.com"),  # anonymous FTP: an e-mail
+    ("netrc_password", "machine learning password managers, and the default password policy"),
+    ("netrc_password", "machine example.com login USER password PASSWORD\nmachine h login me password <your-password>"),
+    ("netrc_password", "machine ftp.example.org login joe password ${FTP_PASSWORD}"),
     # Sequential or repeated values in a provider's shape.
     ("gitlab_token", "GR134894112312312312312312312"),
     ("gcp_api_key", 'apiKey: "AIza' + "a" * 35 + '" and AIzaSyabcdefghijklmnopqrstuvwxyz1234567'),
