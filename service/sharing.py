@@ -25,6 +25,8 @@ __all__ = ["MergeStrategy", "history", "merge_versions", "publish", "revision", 
 
 # Where an item's share version lives (a dedicated key: a caller's own provenance "version" is left alone).
 SHARE_VERSION = "share_version"
+# The item's own record of its publishes and merges (entries as history() shows them, each naming the revision).
+VERSION_HISTORY = "version_history"
 # Revision digests are stored as "sha256:<64 hex>"; history() shows the bare hex, revision() takes either form.
 _DIGEST_PREFIX = "sha256:"
 _BARE_DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -76,8 +78,6 @@ def published_state(live: _Live, to: str, by: str, **entry_extra: Any) -> tuple[
     """The item re-scoped into ``to`` with a bumped share version, and its history entry (pure)."""
     item = live.item
     version = version_of(item) + 1
-    provenance = {**item.provenance, "published_by": by, "published_from": item.scope, SHARE_VERSION: version}
-    published = dataclasses.replace(item, scope=to, provenance=provenance)
     entry = {
         "action": "publish",
         "by": by,
@@ -87,7 +87,21 @@ def published_state(live: _Live, to: str, by: str, **entry_extra: Any) -> tuple[
         "revision": live.digest,
         **entry_extra,
     }
+    provenance = {
+        **item.provenance,
+        "published_by": by,
+        "published_from": item.scope,
+        SHARE_VERSION: version,
+        VERSION_HISTORY: _with_entry(item.provenance, entry),
+    }
+    published = dataclasses.replace(item, scope=to, provenance=provenance)
     return published.to_json(), entry
+
+
+def _with_entry(provenance: dict[str, Any], entry: dict[str, Any]) -> list[Any]:
+    """The item's version history with ``entry`` appended (as history() shows it)."""
+    kept = provenance.get(VERSION_HISTORY)
+    return [*(kept if isinstance(kept, list) else []), _shown(entry)]
 
 
 def publish(
@@ -147,15 +161,6 @@ def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[
     winner = o if prefer is MergeStrategy.LATEST and vo > vk else k
     version = max(vk, vo) + 1
     ids = {k.id, o.id}
-    merged = dataclasses.replace(
-        k,
-        text=winner.text,
-        payload=winner.payload,
-        provenance={**k.provenance, SHARE_VERSION: version, "merged_from": o.id, "merged_by": by},
-        tags=_union(k.tags, o.tags),
-        links=_union(k.links, o.links, drop=ids),
-        derived_from=_union(k.derived_from, o.derived_from, drop=ids),
-    )
     entry = {
         "action": "merge",
         "by": by,
@@ -169,6 +174,22 @@ def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[
             {"id": o.id, "revision": other.digest, "scope": o.scope, "version": vo},
         ],
     }
+    provenance = {
+        **k.provenance,
+        SHARE_VERSION: version,
+        "merged_from": o.id,
+        "merged_by": by,
+        VERSION_HISTORY: _with_entry(k.provenance, entry),
+    }
+    merged = dataclasses.replace(
+        k,
+        text=winner.text,
+        payload=winner.payload,
+        provenance=provenance,
+        tags=_union(k.tags, o.tags),
+        links=_union(k.links, o.links, drop=ids),
+        derived_from=_union(k.derived_from, o.derived_from, drop=ids),
+    )
     return merged.to_json(), entry
 
 

@@ -26,7 +26,20 @@ def test_publish_rescopes_audits_and_appends_one_event_per_item(store) -> None: 
         "published_by": "team-a",
         "published_from": "team-a",
         "share_version": 1,
+        "version_history": [
+            {
+                "published_by": "team-a",
+                "published_from": "team-a",
+                "action": "publish",
+                "by": "team-a",
+                "from": "team-a",
+                "to": PUBLIC,
+                "version": 1,
+                "revision": item.provenance["version_history"][0]["revision"],
+            }
+        ],
     }
+    assert revision(store, item.provenance["version_history"][0]["revision"]) == before
     assert version_of(item) == 1
     (e,) = _events(store, head)
     assert (e.type, e.stream, e.principal, e.scope) == ("ItemPublished", a, "team-a", PUBLIC)
@@ -51,6 +64,10 @@ def test_history_lists_who_from_to_and_a_resolvable_revision_per_publish(store) 
     assert revision(store, entries[1]["revision"])["provenance"] == v1["provenance"]
     assert version_of(store.get(a)) == 2
     assert all(isinstance(h["at"], float) and h["seq"] > 0 for h in entries)
+    # The item carries the same record: each entry names the revision its publish replaced.
+    carried = store.get(a).provenance["version_history"]
+    assert [{k: v for k, v in h.items() if k not in ("seq", "at")} for h in entries] == carried
+    assert revision(store, carried[0]["revision"]) == v0
 
 
 def test_revision_returns_an_independent_deep_copy(store) -> None:  # type: ignore[no-untyped-def]
@@ -160,6 +177,8 @@ def test_merge_appends_items_merged_and_item_removed_in_one_append(store) -> Non
     assert merged.provenance["merged_from"] == other and version_of(merged) == 1
     parents = history(store, keep)[-1]["parents"]
     assert [revision(store, p["revision"]) for p in parents] == [k0, o0]
+    (carried,) = merged.provenance["version_history"]  # the survivor carries the merge, both parents named
+    assert carried["action"] == "merge" and carried["parents"] == parents
     # The merged-away item keeps its history, and its pre-merge state stays recoverable.
     (gone,) = history(store, other)
     assert gone["merged_into"] == keep and revision(store, gone["parents"][1]["revision"]) == o0
