@@ -176,13 +176,19 @@ _NOT_SECRET_KEY = re.compile(
 
 
 # A period of at most four characters repeated over twelve (aaaa..., 123123..., abab...).
-_REPEATED = re.compile(r"(.)\1{11}|(..)\2{5}|(...)\3{3}|(....)\4{2}", re.DOTALL)
+_REPEATED = re.compile(r"(.)\1{11}|(..)\2{5}|(...)\3{3}|(....)\4{2}|(.{5,10})\5{2}", re.DOTALL)
 
 
 def low_entropy(value: str) -> bool:
-    """Whether ``value`` holds a run no random token has: seven consecutive code points (1234567, abcdefg) or a short
-    period repeated over twelve characters (aaaaaaaaaaaa, 123123123123). Either is ~1e-9 per position in base62."""
-    return _ascending_run(value) >= 7 or _REPEATED.search(value) is not None
+    """Whether ``value`` holds a filler no random token has: a short period repeated over twelve characters
+    (aaaaaaaaaaaa, 123123123123), or a period of up to ten repeated three times (123456789012345678901234567890). A run of consecutive characters (abcdefg, 1234567) is not one: sample and test
+    credentials are made of such runs (api_key=abcdefghijklmnop), and they are credentials in shape, so they count."""
+    return _REPEATED.search(value) is not None
+
+
+def sequential(value: str) -> bool:
+    """Whether ``value`` holds seven consecutive code points (abcdefg, 1234567): typed, never a word or a name."""
+    return _ascending_run(value) >= 7
 
 
 def _ascending_run(value: str) -> int:
@@ -216,8 +222,8 @@ def assignment_value_ok(
         return False  # creds = " --username=" + auth: a command-line flag being assembled
     if v.startswith("arn:"):
         return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
-    if not password and ((len(v) >= 16 and low_entropy(v)) or 2 * _ascending_run(v) >= len(v)):
-        return False  # 123123..., or mostly a count (xoxp-1234567890, dapi1234567890123...)
+    if not password and len(v) >= 16 and low_entropy(v):
+        return False  # 123123123123..., a filler
     if any(c.isspace() for c in v):
         return False  # prose or a validation message ("password": "must be at least 8 characters")
     if _UUID.fullmatch(v) or _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
@@ -230,7 +236,7 @@ def assignment_value_ok(
         return False  # names another credential field ("input_token": "next_token"), not a value
     if _NAME.fullmatch(v) and _KEY_NAME.search(v):
         return False  # ACCESS_KEY = 'AWS_ACCESS_KEY_ID' / 'AWSAccessKeyId': the name of a field, not its value
-    if not password and (_PLAIN_WORDS.fullmatch(v) or _field_name(v) or _CAPS_WORD.fullmatch(v)):
+    if not password and (_PLAIN_WORDS.fullmatch(v) or _field_name(v) or _CAPS_WORD.fullmatch(v)) and not sequential(v):
         return False  # "upgrades", "output_token": "NextMarker", "DistributionList.NextMarker", "DISABLED": words
     if v[0] == ":" or v[-1] == ":" or "%s" in v or "%d" in v:
         return False  # :py:class:, 'username:' + ..., '%s_upgrades': markup, a label or a template
@@ -240,13 +246,13 @@ def assignment_value_ok(
         return True
     if sep == ":" and v[0] in "!&*":
         return False  # a YAML tag, anchor or alias (password: !vault |, password: *db_password)
-    if v[0] in "([{":
-        return False  # an expression or a structure: token = (a if b else c)
+    if v[0] in "([{<":
+        return False  # an expression, a structure or a placeholder cut at a space: token = (a if b), <insert key here>
     if _NUMBER.fullmatch(v) or _DOTTED.fullmatch(v) or _ENV_NAME.fullmatch(v) or re.search(r"[\w\])][(\[]", v):
         return False  # a number, an attribute access, an env-var name, or a call/subscript: code, not a literal
     # A bare word after ':' or a spaced '=' is a variable (password = pw) or prose (Password: required), and
     # a snake_case one is a variable even unspaced (f(token=token_value)); only KEY=word (an env file) is a literal.
-    return not (_IDENT.fullmatch(v) and (sep != "=" or spaced or "_" in v))
+    return sequential(v) or not (_IDENT.fullmatch(v) and (sep != "=" or spaced or "_" in v))
 
 
 def sensitive_key(key: str) -> bool:
@@ -340,8 +346,13 @@ def _regex(*patterns: str, flags: int = 0, check: Check | None = None) -> Callab
 
 
 def _not_lowercase_word(_m: re.Match[str], secret: str) -> bool:
-    # Real tokens are random base62; only lowercase letters and dashes (sk-learn-...) is a kebab-case identifier.
-    return any(c.isdigit() or c.isupper() for c in secret.partition(":")[2] or secret)
+    # Real tokens are random base62; lowercase words joined by dashes (sk-learn-...) are a kebab-case identifier.
+    # One unbroken run of lowercase letters after the prefix is token-shaped (sk-abcdefghijklmnopqrstuvwx).
+    body = secret.partition(":")[2] or secret
+    if any(c.isdigit() or c.isupper() for c in body):
+        return True
+    tail = body.split("-", 1)[1] if "-" in body else body.split("_", 1)[-1]
+    return tail.isalpha() and len(tail) >= 20
 
 
 def _mixed(_m: re.Match[str], secret: str) -> bool:
@@ -365,7 +376,8 @@ def _slack_check(_m: re.Match[str], secret: str) -> bool:
         return False
     if any(len(p) < 6 and not (i == 0 and len(p) == 1) for i, p in enumerate(parts) if p.isdigit()):
         return False
-    return any(c.isdigit() for c in rest)
+    # The random part has a digit, or the token is the whole modern shape (xoxb-<id>-<id>-<24 characters>).
+    return any(c.isdigit() for c in rest) or (len(parts) >= 3 and len(rest) >= 20)
 
 
 def _twitter_bearer_check(_m: re.Match[str], secret: str) -> bool:
@@ -447,8 +459,11 @@ def _basic_check(_m: re.Match[str], secret: str) -> bool:
 
 
 def _bearer_check(_m: re.Match[str], secret: str) -> bool:
+    # A digit, mixed case, or one long run of lowercase letters (no word is 20 letters long): token-shaped.
     return len(secret) >= 16 and (
-        any(c.isdigit() for c in secret) or (any(c.isupper() for c in secret) and any(c.islower() for c in secret))
+        any(c.isdigit() for c in secret)
+        or (any(c.isupper() for c in secret) and any(c.islower() for c in secret))
+        or (len(secret) >= 20 and secret.isalpha())
     )
 
 
@@ -569,6 +584,7 @@ _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}PRIVATE KEY(?: BLOC
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]{1,16} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_TAIL = re.compile(r"(?:[A-Za-z0-9+/=\r\n]|\\[nr]){0,16384}+")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/]{32}")
+_PEM_SHORT = re.compile(r"[A-Za-z0-9+/]{6,}={0,2}")
 _PEM_MAX = 32768
 
 
@@ -586,8 +602,11 @@ def _find_private_keys(text: str) -> Iterator[Span]:
             tail = _PEM_TAIL.match(text, m.end())
             stop = tail.end() if tail else m.end()
             body = text[m.end() : stop]
-        body = re.sub(r"\\[nr]|\s", "", body)
-        if _PEM_BODY.search(body) is None or is_placeholder(body):
+        lines = re.sub(r"\\[nr]|[\r\n]", "", body).strip(" \t")
+        body = re.sub(r"\s", "", lines)
+        # Key material (a run of base64), or lines of nothing else however short (a sample key is still a key block);
+        # not a template's expression ("+ key +"), prose ("key omitted") or an elision ("...").
+        if (_PEM_BODY.search(body) is None and _PEM_SHORT.fullmatch(lines) is None) or is_placeholder(body):
             continue
         covered = stop
         yield m.start(), stop
