@@ -49,12 +49,22 @@ PROPOSAL = "proposal"  # the provenance key holding its latest record
 
 
 class GovernanceAuthorizationError(PermissionError):
-    """Raised when an actor attempts a governance transition they are not authorized to make."""
+    """Raised when an actor attempts a governance transition they are not authorized to make.
 
-    def __init__(self, actor: str, scope: str, action: str, detail: str = "") -> None:
+    Built with (actor, scope, action[, detail]), or like any exception with just a message."""
+
+    def __init__(self, actor: str, scope: str = "", action: str = "", detail: str = "") -> None:
         self.actor, self.scope, self.action = actor, scope, action
+        if not (scope or action):
+            super().__init__(actor)
+            return
         msg = f"{actor!r} may not {action} in scope {scope!r}"
         super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+class ApprovalRedirectError(GovernanceAuthorizationError, ValueError):
+    """approve(to=X) for an item proposed to another scope: an approval decides a proposal, it never redirects it.
+    Both a refused transition (PermissionError) and a bad argument (ValueError)."""
 
 
 @dataclass
@@ -217,7 +227,7 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
         live, pending_entry, entries = state
         target = pending_entry["to"]
         if to is not None and to != target:
-            raise ValueError(f"item {item_id!r} is proposed to {target!r}, not {to!r}")
+            raise ApprovalRedirectError(by, to, "approve promotion", f"item {item_id!r} is proposed to {target!r}")
         if not gov.may_approve(by, target):
             raise GovernanceAuthorizationError(by, target, "approve promotion", f"item {item_id!r}")
         published, share = published_state(live, target, by, via="promotion")

@@ -137,9 +137,18 @@ def test_approval_publishes_and_appends_an_approved_entry(store) -> None:  # typ
 
 def test_approve_to_a_different_scope_than_proposed_is_refused(store) -> None:  # type: ignore[no-untyped-def]
     item, gov = _proposed(store)
-    with pytest.raises(ValueError, match="prod"):
+    with pytest.raises(ValueError, match="prod") as refused:
         approve(store, item, by="alice", governance=gov.grant("alice", "elsewhere", by="alice"), to="elsewhere")
+    assert isinstance(refused.value, GovernanceAuthorizationError)  # a refused transition, as well as a bad argument
     assert store.get(item).scope == "team-a"
+
+
+def test_governance_authorization_error_also_takes_just_a_message() -> None:
+    err = GovernanceAuthorizationError("not yours to approve")
+    assert isinstance(err, PermissionError) and str(err) == "not yours to approve"
+    assert str(GovernanceAuthorizationError("bob", "prod", "approve promotion")) == (
+        "'bob' may not approve promotion in scope 'prod'"
+    )
 
 
 def test_a_third_party_cannot_reject_someone_elses_proposal(store) -> None:  # type: ignore[no-untyped-def]
