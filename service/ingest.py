@@ -144,6 +144,16 @@ def ingest_records(
         return batch.finish()
 
 
+def _missing(path: Any) -> IngestReceipt | None:
+    """An empty receipt naming the path on ``.failed`` when nothing is there: a missing source has no rows to
+    ingest, as the historical list API answered (``[]``); a path that exists but is the wrong thing still raises."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgument(f"path must be a file path, got {path!r}")
+    if os.path.lexists(path):
+        return None
+    return IngestReceipt(failed=[{"source": os.fspath(path), "line": None, "reason": "no such file or directory"}])
+
+
 def _open_source(path: Any, source: Any, scope: Any) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidArgument(f"path must be a file path, got {path!r}")
@@ -176,6 +186,10 @@ def ingest_file(
     fmt = detect_format(path, kind)
     if fmt == "trace":
         return ingest_traces(substrate, path, source=source, scope=scope, progress=progress)
+    missing = _missing(path)
+    if missing is not None:
+        _check(scope, source if source is not None else os.fspath(path))
+        return missing
     resolved, src, prov = _open_source(path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
         rows = parse_text_lines(fh) if fmt == "text" else parse_jsonl(fh) if fmt == "jsonl" else parse_csv(fh)
@@ -199,6 +213,10 @@ def ingest_traces(
     progress: Progress | None = None,
 ) -> IngestReceipt:
     """Index a .jsonl of {"input", "answer"/"label"/"call"} rows as kind="trace" items; bad rows -> .failed."""
+    missing = _missing(jsonl_path)
+    if missing is not None:
+        _check(scope, source if source is not None else os.fspath(jsonl_path))
+        return missing
     resolved, src, prov = _open_source(jsonl_path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
         for line, row in parse_jsonl(fh):
@@ -253,8 +271,13 @@ def ingest_artifacts(
 ) -> IngestReceipt:
     """Index every artifact directory (one holding manifest.json) under registry_root; bad manifests -> .failed."""
     require_name(scope, "scope")
-    if not isinstance(registry_root, (str, os.PathLike)) or not Path(registry_root).is_dir():
-        raise InvalidArgument(f"registry_root must be an existing directory, got {registry_root!r}")
+    if not isinstance(registry_root, (str, os.PathLike)):
+        raise InvalidArgument(f"registry_root must be a directory path, got {registry_root!r}")
+    missing = _missing(registry_root)
+    if missing is not None:  # nothing deployed there: no artifacts
+        return missing
+    if not Path(registry_root).is_dir():
+        raise InvalidArgument(f"registry_root must be a directory, got {registry_root!r}")
     root = Path(registry_root).resolve()
     with BatchWriter(substrate, scope, str(root), progress) as batch:
         for manifest_path in _manifests(root):

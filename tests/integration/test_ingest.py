@@ -199,7 +199,20 @@ def test_kind_forces_the_format_and_unknown_formats_raise(store, tmp_path: Path)
     with pytest.raises(InvalidArgument, match="extension"):
         ingest_file(store, f)
     with pytest.raises(FileNotFoundError):
-        ingest_file(store, tmp_path / "missing.txt")
+        ingest_file(store, tmp_path, kind="text")  # a directory, not a file
+
+
+def test_a_missing_source_is_an_empty_receipt_naming_it(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    head = store.events.head()
+    for receipt in (
+        ingest_file(store, tmp_path / "missing.txt"),
+        ingest_traces(store, tmp_path / "missing.jsonl"),
+        ingest_artifacts(store, tmp_path / "no-registry"),
+    ):
+        assert receipt == [] and not receipt.ok
+        (failure,) = receipt.failed
+        assert failure.source.startswith(str(tmp_path)) and failure.reason == "no such file or directory"
+    assert store.events.head() == head
 
 
 def test_traces_index_rows_and_report_non_objects(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -232,7 +245,7 @@ def test_artifacts_reference_their_directory_and_bad_manifests_are_reported(stor
     assert any("JSON object" in f["reason"] for f in r.failed)
     assert list(ingest_artifacts(store, tmp_path / "reg")) == list(r) and len(store) == 1
     with pytest.raises(InvalidArgument, match="registry_root"):
-        ingest_artifacts(store, tmp_path / "nope")
+        ingest_artifacts(store, good / "manifest.json")  # a file, not a directory
 
 
 def test_an_artifact_tagged_the_spec_stores_way_names_its_kind(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -89,6 +89,7 @@ def test_ingest_artifacts_reports_bad_manifests_and_keeps_going(
 
 
 def test_bad_ingest_arguments_raise_invalid_argument_and_write_nothing(store: Substrate, tmp_path: Path) -> None:
+    (tmp_path / "x.unknown").write_text("a file")
     head = store.events.head()
     for call in (
         lambda: ingest_documents(store, "a single string", source="s"),
@@ -98,7 +99,7 @@ def test_bad_ingest_arguments_raise_invalid_argument_and_write_nothing(store: Su
         lambda: ingest_documents(store, ["x", "y"], indices=[0]),
         lambda: ingest_documents(store, ["x"], indices=[-1]),
         lambda: ingest_file(store, tmp_path / "x.unknown"),
-        lambda: ingest_artifacts(store, tmp_path / "missing"),
+        lambda: ingest_artifacts(store, tmp_path / "x.unknown"),  # a file, not a directory
     ):
         with pytest.raises((InvalidArgument, FileNotFoundError)):
             call()
