@@ -35,12 +35,25 @@ _PAIR_RULE = "sensitive_assignment"
 
 
 class SecretPolicyError(ValueError):
-    """A secret was found and could not be stored: policy "reject", or redaction did not reach a fixed point."""
+    """A secret was found and could not be stored: policy "reject", or redaction did not reach a fixed point.
 
-    def __init__(self, message: str, *, rules: list[str] | None = None, fields: list[str] | None = None) -> None:
+    ``scan`` holds the findings (rule, offsets within the field, masked preview), ``rules`` and ``fields`` name
+    what matched where, ``item_id`` the item refused (None when not known)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        rules: list[str] | None = None,
+        fields: list[str] | None = None,
+        scan: SecretScan | None = None,
+        item_id: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.rules = list(rules or [])
         self.fields = list(fields or [])
+        self.scan = scan if scan is not None else SecretScan()
+        self.item_id = item_id
 
 
 @dataclass(frozen=True)
@@ -314,13 +327,18 @@ def scan_item(item: Any) -> SecretScan:
     return SecretScan([f for _, f in walk.hits] + residue)
 
 
-def _refuse(hits: list[tuple[str, SecretFinding]], why: str) -> SecretPolicyError:
+def _refuse(hits: list[tuple[str, SecretFinding]], why: str, item_id: Any = None) -> SecretPolicyError:
     rules = sorted({f.rule for _, f in hits})
     fields = list(dict.fromkeys(where for where, _ in hits))
+    item = item_id if isinstance(item_id, str) else None
+    where = f" of item {item!r}" if item else ""
     return SecretPolicyError(
-        f"{why}: secret(s) matching rule(s) {', '.join(rules)} in field(s) {', '.join(fields)}; nothing was stored",
+        f"{why}: secret(s) matching rule(s) {', '.join(rules)} in field(s) {', '.join(fields)}{where}; "
+        "nothing was stored",
         rules=rules,
         fields=fields,
+        scan=SecretScan([f for _, f in hits]),
+        item_id=item,
     )
 
 
@@ -355,7 +373,11 @@ def redact_item(item: SubstrateItem) -> tuple[SubstrateItem, int]:
     """Return a deep copy of ``item`` with secrets in text, payload (keys and values) and tags masked, and how many."""
     out, walk, residue = _masked_copy(item)
     if residue:
-        raise _refuse([("payload", f) for f in residue], "secret_policy='redact' could not mask the serialized payload")
+        raise _refuse(
+            [("payload", f) for f in residue],
+            "secret_policy='redact' could not mask the serialized payload",
+            getattr(item, "id", None),
+        )
     return out, walk.count
 
 
@@ -368,7 +390,7 @@ def guard_item(item: SubstrateItem, policy: str) -> SubstrateItem:
     walk, *_, residue = _walk_item(item)
     hits = walk.hits + [("payload", f) for f in residue]
     if hits:
-        raise _refuse(hits, "secret_policy='reject'")
+        raise _refuse(hits, "secret_policy='reject'", getattr(item, "id", None))
     return _copy_fields(item)[0] if type(item) is SubstrateItem and not _reference else item.copy()
 
 

@@ -791,6 +791,10 @@ def test_guard_item_reject_names_rules_and_fields_but_never_the_secret() -> None
     assert "payload.[REDACTED:stripe_key] (key)" in err.fields
     assert "github_token" in message and "payload.db.password" in message
     assert item.to_json() == before
+    # The refusal names the item and carries the findings (previews masked), as a scan does.
+    assert err.item_id == item.id and repr(item.id) in message
+    assert isinstance(err.scan, SecretScan) and err.scan.rules() == err.rules
+    assert not any(leak in f.preview for f in err.scan.findings for leak in LEAKS)
 
 
 def test_guard_item_reject_passes_a_clean_item_through_as_a_copy() -> None:
