@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 from service.context_pack import packed_context
+from service.context_text import item_surface
 from service.items import SubstrateItem
 from service.telemetry_emit import emit
 from service.validation import InvalidArgument, require_count, require_finite, require_name
@@ -95,6 +99,21 @@ class HopChain:
         return len(self.steps)
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> set[str]:
+    """The query's words as written (lower-cased, English stop words dropped)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS}
+
+
+def _names_a_word(item: SubstrateItem, words: set[str]) -> bool:
+    """Whether ``item`` contains one of the query's own words. A chain starts from what the query names: an item
+    that matches by stem alone (pricing for price) is left to be reached along an edge, so the evidence path runs
+    from the explicit mention through the lineage (doc -> artifact -> trace), not from a near miss."""
+    return not words or not words.isdisjoint(_WORD.findall(item_surface(item).lower()))
+
+
 def multihop(
     substrate: Any,
     query: str,
@@ -107,7 +126,8 @@ def multihop(
     scope: str | None = None,
     telemetry: Any = None,
 ) -> HopChain:
-    """Seeds scoring above ``min_score``, then up to ``max_hops`` of LINK then CONTENT hops, at most ``max_items``."""
+    """Seeds scoring above ``min_score`` that contain one of the query's words, then up to ``max_hops`` of LINK then
+    CONTENT hops, at most ``max_items``."""
     for value, name in ((max_hops, "max_hops"), (seeds, "seeds"), (branch, "branch"), (max_items, "max_items")):
         require_count(value, name)
     min_score = require_finite(min_score, "min_score", minimum=None)
@@ -125,8 +145,9 @@ def multihop(
         return step
 
     if seeds and max_items:
+        words = _words(query)
         for it, sc in substrate.search(query, k=seeds, scope=scope):
-            if len(chain) < max_items and it.id not in seen and sc > min_score:
+            if len(chain) < max_items and it.id not in seen and sc > min_score and _names_a_word(it, words):
                 add(it, 0, "seed", None, sc)
 
     frontier = list(chain)
