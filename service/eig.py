@@ -91,12 +91,23 @@ class EigRetrieval(Retrieval):
 
 def _clone(belief: Any) -> Any:
     # MXR-080-0251: update() is supposed to return a new belief; cloning first means one that mutates
-    # itself anyway can never contaminate the baseline every sibling candidate is scored against.
+    # itself anyway can never contaminate the baseline every sibling candidate is scored against. A copy()
+    # that hands back the belief itself is no clone: a deep copy is taken instead, and a belief that even a
+    # deep copy returns unchanged cannot be scored without risking the caller's own state.
     for attr in ("copy", "clone"):
         fn = getattr(belief, attr, None)
         if callable(fn):
-            return fn()
-    return copy.deepcopy(belief)
+            out = fn()
+            if out is not belief:
+                return out
+            break
+    out = copy.deepcopy(belief)
+    if out is belief:
+        raise InvalidArgument(
+            f"belief {type(belief).__name__} cannot be cloned: copy() and deepcopy returned the SAME object, so "
+            "scoring a candidate would update the caller's belief"
+        )
+    return out
 
 
 def _uniform(seed: Any) -> Callable[[], float]:

@@ -192,6 +192,34 @@ def test_caller_belief_is_never_mutated_even_by_a_self_mutating_update():
     assert len(r) >= 1
 
 
+class SelfCopyingBelief(MutatingBelief):
+    """Worse still: its copy() hands back the belief itself."""
+
+    def copy(self):
+        return self
+
+
+def test_a_copy_that_returns_the_belief_itself_does_not_expose_it_to_mutation():
+    b = SelfCopyingBelief([0.25] * 4)
+    before = copy.deepcopy(b.probs)
+    s = FakeSubstrate([_item("a", [0.0, -3.0, -3.0, -3.0]), _item("b", [-3.0, 0.0, 0.0, 0.0])])
+    clean = eig_retrieve(s, MutatingBelief([0.25] * 4), _ll, k=2)
+    r = eig_retrieve(s, b, _ll, k=2)
+    assert b.probs == before
+    assert [it.id for it in r.items] == [it.id for it in clean.items] and r.scores == clean.scores
+
+
+class Immovable(SelfCopyingBelief):
+    def __deepcopy__(self, memo):
+        return self
+
+
+def test_a_belief_that_cannot_be_cloned_at_all_is_refused():
+    s = FakeSubstrate([_item("a", [0.0, -3.0, -3.0, -3.0])])
+    with pytest.raises(ValueError, match="SAME object"):
+        eig_retrieve(s, Immovable([0.25] * 4), _ll, k=1)
+
+
 def test_value_errors_are_recorded_skips_and_other_errors_propagate():
     s = FakeSubstrate([_item("good", DECISIVE), SubstrateItem("text", "no payload", id="bare")])
     r = eig_retrieve(s, CategoricalBelief.uniform(3), _ll)
