@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 __all__ = ["InvalidArgument", "require_count", "require_finite", "require_name"]
@@ -22,8 +23,9 @@ def require_count(value: Any, name: str = "k") -> int:
 
 
 def require_finite(value: Any, name: str, *, minimum: float | None = 0.0) -> float:
-    """Return ``value`` as a float if it is a finite real number (>= ``minimum`` when given)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """Return ``value`` as a float if it is a finite real number (>= ``minimum`` when given): an int, a float, or
+    any other real number type (numpy's float32, a Fraction); never a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
     f = float(value)
     if not math.isfinite(f):
