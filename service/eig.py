@@ -55,7 +55,7 @@ class EvidenceOutcomes:
             raise InvalidArgument("EvidenceOutcomes.outcomes entries must be EvidenceOutcome")
         total = math.fsum(o.probability for o in outs)
         if not math.isclose(total, 1.0, abs_tol=1e-6):
-            raise InvalidArgument(f"EvidenceOutcomes probabilities must sum to 1, got {total}")
+            raise InvalidArgument(f"EvidenceOutcomes probabilities must sum to 1.0, got {total}")
         object.__setattr__(self, "outcomes", outs)
 
 

@@ -38,7 +38,7 @@ class CategoricalBelief:
             raise InvalidArgument(f"CategoricalBelief probabilities must be finite and non-negative, got {p}")
         total = math.fsum(p)
         if not math.isclose(total, 1.0, abs_tol=_TOL):
-            raise InvalidArgument(f"CategoricalBelief probabilities must sum to 1, got {total}")
+            raise InvalidArgument(f"CategoricalBelief probabilities must sum to 1.0, got {total}")
         self._probs = tuple(x / total for x in p)
         if labels is None:
             self._labels = None
