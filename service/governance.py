@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from service.substrate import Substrate
 
 __all__ = [
+    "APPROVED",
+    "PENDING",
+    "REJECTED",
+    "ApprovalRedirectError",
     "AuthorizationDecision",
     "Governance",
     "GovernanceAuthorizationError",
@@ -44,6 +48,8 @@ __all__ = [
     "stored_governance",
 ]
 
+# A proposal record's status: awaiting review, then decided one way or the other (a new record each time).
+PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
 PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
 PROPOSAL = "proposal"  # the provenance key holding its latest record
 
@@ -158,7 +164,7 @@ def _open(substrate: Substrate, item_id: str) -> tuple[_Live, dict[str, Any], li
     if live is None:
         return None
     entries = proposal_history(substrate, item_id)
-    if not entries or entries[-1]["status"] != "pending":
+    if not entries or entries[-1]["status"] != PENDING:
         return None
     return live, entries[-1], entries
 
@@ -171,7 +177,7 @@ def _mirrored(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for n, e in enumerate(entries, start=1):
         record = {k: v for k, v in e.items() if k not in ("seq", "decides")}
         record["seq"] = n
-        if e["status"] != "pending":
+        if e["status"] != PENDING:
             record["supersedes"] = n - 1  # a decision always directly follows the pending record it decides
             record[f"{e['status']}_by"] = e["by"]
         out.append(record)
@@ -195,9 +201,9 @@ def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> li
         for _ in retries():
             live = _live(substrate, [item_id]).get(item_id)
             entries = proposal_history(substrate, item_id) if live is not None else []
-            if live is None or (entries and entries[-1]["status"] == "pending"):
+            if live is None or (entries and entries[-1]["status"] == PENDING):
                 break
-            entry = {"status": "pending", "to": to, "from": live.item.scope, "by": by}
+            entry = {"status": PENDING, "to": to, "from": live.item.scope, "by": by}
             item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
             event = PromotionProposed(item=item, entry=entry)
             try:
@@ -233,7 +239,7 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
         published, share = published_state(live, target, by, via="promotion")
         published = substrate._prepare(SubstrateItem(**published), None)
         entry = {
-            "status": "approved",
+            "status": APPROVED,
             "to": target,
             "from": pending_entry["from"],
             "by": by,
@@ -267,7 +273,7 @@ def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governanc
         if by != proposer and not gov.may_approve(by, target):
             raise GovernanceAuthorizationError(by, target, "reject promotion", "only the proposer or an approver may")
         entry = {
-            "status": "rejected",
+            "status": REJECTED,
             "to": target,
             "from": pending_entry["from"],
             "by": by,
@@ -337,7 +343,7 @@ def authorization_decision(
     if row is None:
         raise ValueError(f"item {item_id!r} has no proposal, so there is no decision")
     entry = loads(row[0])
-    if entry["status"] == "pending":
+    if entry["status"] == PENDING:
         raise ValueError(f"item {item_id!r} has a pending proposal and no decision yet")
     return AuthorizationDecision(
         capability_id=capability_id,
@@ -346,7 +352,7 @@ def authorization_decision(
         item_id=item_id,
         scope=entry["to"],
         decision=entry["status"],
-        authorized=entry["status"] == "approved",
+        authorized=entry["status"] == APPROVED,
         decided_by=entry["by"],
         proposed_by=entry.get("proposer", entry["by"]),
         reason=entry.get("reason", ""),

@@ -8,6 +8,8 @@ import pytest
 
 from projections.runner import rebuild, shadow_digests, table_digests
 from service.governance import (
+    APPROVED,
+    PENDING,
     Governance,
     GovernanceAuthorizationError,
     approve,
@@ -131,7 +133,8 @@ def test_approval_publishes_and_appends_an_approved_entry(store) -> None:  # typ
     assert [(e["status"], e["by"]) for e in entries] == [("pending", "team-a"), ("approved", "alice")]
     assert entries[1]["decides"] == entries[0]["seq"]
     mirrored = store.get(item).provenance["proposal_history"]
-    assert [e["status"] for e in mirrored] == ["pending", "approved"]
+    assert [e["status"] for e in mirrored] == ["pending", "approved"] == [PENDING, APPROVED]
+    assert store.get(item).provenance["proposal"]["status"] == APPROVED  # the latest record, mirrored
     assert approve(store, item, by="alice", governance=gov) is False  # nothing pending any more
 
 
