@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.context_knowledge import substrate_item_to_knowledge_dict
+from service.context_knowledge import (
+    GENERIC_KNOWLEDGE_SCHEMA,
+    PROPERTY_GRAPH_SCHEMA,
+    SIGNAL_SCHEMA,
+    SPATIAL_MEDIA_SCHEMA,
+    TYPED_TABLE_SCHEMA,
+    substrate_item_to_knowledge_dict,
+)
 from service.context_pack import emit_context, pack_hits
 from service.context_packet import ContextBudget, ContextPacket, ReceiverProfile, require_bool, require_fits
 from service.context_text import compress_text
@@ -13,6 +20,11 @@ from service.items import MODALITIES
 from service.validation import InvalidArgument, require_name
 
 __all__ = [
+    "GENERIC_KNOWLEDGE_SCHEMA",
+    "PROPERTY_GRAPH_SCHEMA",
+    "SIGNAL_SCHEMA",
+    "SPATIAL_MEDIA_SCHEMA",
+    "TYPED_TABLE_SCHEMA",
     "ContextBudget",
     "ContextPacket",
     "ReceiverProfile",

@@ -13,8 +13,13 @@ from service.items import DEFAULT_SCOPE, SubstrateItem
 from service.validation import InvalidArgument, require_name
 
 __all__ = [
+    "GENERIC_KNOWLEDGE_SCHEMA",
     "GENERIC_SCHEMA",
+    "PROPERTY_GRAPH_SCHEMA",
     "SCHEMA_VERSION",
+    "SIGNAL_SCHEMA",
+    "SPATIAL_MEDIA_SCHEMA",
+    "TYPED_TABLE_SCHEMA",
     "canonical_json",
     "packet_bundle_dict",
     "packet_knowledge_dict",
@@ -23,12 +28,18 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "1.0.0"
-GENERIC_SCHEMA = "substrate://schema/substrate-item/1"
-_GRAPH_SCHEMA = "substrate://schema/property-graph/1"
-_TABLE_SCHEMA = "substrate://schema/typed-table/1"
-_SPATIAL_SCHEMA = "substrate://schema/spatial-media/1"
-_SIGNAL_SCHEMA = "substrate://schema/signal/1"
-_SCHEMA_BY_KIND = {"graph": _GRAPH_SCHEMA, "image": _SPATIAL_SCHEMA, "field": _SPATIAL_SCHEMA, "signal": _SIGNAL_SCHEMA}
+# The schema URIs schema_uri defaults to, by kind (and a typed-table record's shape).
+GENERIC_SCHEMA = GENERIC_KNOWLEDGE_SCHEMA = "substrate://schema/substrate-item/1"
+PROPERTY_GRAPH_SCHEMA = "substrate://schema/property-graph/1"
+TYPED_TABLE_SCHEMA = "substrate://schema/typed-table/1"
+SPATIAL_MEDIA_SCHEMA = "substrate://schema/spatial-media/1"
+SIGNAL_SCHEMA = "substrate://schema/signal/1"
+_SCHEMA_BY_KIND = {
+    "graph": PROPERTY_GRAPH_SCHEMA,
+    "image": SPATIAL_MEDIA_SCHEMA,
+    "field": SPATIAL_MEDIA_SCHEMA,
+    "signal": SIGNAL_SCHEMA,
+}
 
 # substrate kind -> (IC-13 resource kind, IC-13 modality); an unmapped kind degrades to a generic pair.
 _RESOURCE = {
@@ -128,7 +139,7 @@ def substrate_item_to_knowledge_dict(item: SubstrateItem, *, schema_uri: str | N
     if schema_uri is None:
         raw = item.payload or {}
         if item.kind == "record" and {"columns", "primary_key"} <= set(raw):
-            schema_uri = _TABLE_SCHEMA
+            schema_uri = TYPED_TABLE_SCHEMA
         else:
             schema_uri = _SCHEMA_BY_KIND.get(item.kind, GENERIC_SCHEMA)
     metadata: dict[str, Any] = {"tags": list(item.tags), "substrate_kind": item.kind, "scope": item.scope}

@@ -11,6 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.context import (
+    GENERIC_KNOWLEDGE_SCHEMA,
+    PROPERTY_GRAPH_SCHEMA,
+    SIGNAL_SCHEMA,
+    SPATIAL_MEDIA_SCHEMA,
+    TYPED_TABLE_SCHEMA,
     ContextBudget,
     ContextPacket,
     ReceiverProfile,
@@ -309,7 +314,16 @@ def test_item_bridge_moves_a_ref_pointer_to_artifact_ref_and_honours_schema_over
     assert only_ref["payload"] is None and only_ref["artifact_ref"] == "s3://b/x.png"
     assert substrate_item_to_knowledge_dict(item, schema_uri="urn:custom")["schema_uri"] == "urn:custom"
     table = SubstrateItem("record", payload={"columns": ["a"], "primary_key": ["a"]}, id=_uid())
-    assert "typed-table" in substrate_item_to_knowledge_dict(table)["schema_uri"]
+    assert substrate_item_to_knowledge_dict(table)["schema_uri"] == TYPED_TABLE_SCHEMA
+    defaults = {
+        "graph": PROPERTY_GRAPH_SCHEMA,
+        "image": SPATIAL_MEDIA_SCHEMA,
+        "field": SPATIAL_MEDIA_SCHEMA,
+        "signal": SIGNAL_SCHEMA,
+        "text": GENERIC_KNOWLEDGE_SCHEMA,
+    }
+    for kind, schema in defaults.items():
+        assert substrate_item_to_knowledge_dict(SubstrateItem(kind, "x", id=_uid()))["schema_uri"] == schema
 
 
 def test_item_hash_covers_the_canonical_envelope_not_the_text():
