@@ -175,14 +175,17 @@ _NOT_SECRET_KEY = re.compile(
 )
 
 
-# A period of at most four characters repeated over twelve (aaaa..., 123123..., abab...).
+# A period of at most four characters repeated over twelve (aaaa..., 123123..., abab...), or of five to ten
+# repeated three times (1234567890 1234567890 1234567890).
 _REPEATED = re.compile(r"(.)\1{11}|(..)\2{5}|(...)\3{3}|(....)\4{2}|(.{5,10})\5{2}", re.DOTALL)
 
 
 def low_entropy(value: str) -> bool:
     """Whether ``value`` holds a filler no random token has: a short period repeated over twelve characters
-    (aaaaaaaaaaaa, 123123123123), or a period of up to ten repeated three times (123456789012345678901234567890). A run of consecutive characters (abcdefg, 1234567) is not one: sample and test
-    credentials are made of such runs (api_key=abcdefghijklmnop), and they are credentials in shape, so they count."""
+    (aaaaaaaaaaaa, 123123123123), or a period of up to ten repeated three times (1234567890 three times).
+
+    A run of consecutive characters (abcdefg, 1234567) is not one: sample and test credentials are made of such
+    runs (api_key=abcdefghijklmnop), and they are credentials in shape, so they count."""
     return _REPEATED.search(value) is not None
 
 
@@ -352,7 +355,7 @@ def _not_lowercase_word(_m: re.Match[str], secret: str) -> bool:
     if any(c.isdigit() or c.isupper() for c in body):
         return True
     tail = body.split("-", 1)[1] if "-" in body else body.split("_", 1)[-1]
-    return tail.isalpha() and len(tail) >= 20
+    return tail.isalpha() and len(tail) >= 20 and not low_entropy(tail)  # a filler (aaaa...) is a placeholder
 
 
 def _mixed(_m: re.Match[str], secret: str) -> bool:

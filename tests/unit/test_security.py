@@ -983,6 +983,7 @@ def test_sample_credentials_made_of_sequential_runs_are_masked(text: str, leak: 
         'pem = "-----BEGIN PRIVATE KEY-----\\n" + key + "\\n-----END PRIVATE KEY-----"',
         "Authorization: Bearer authentication",
         "api_key=xxxxxxxxxxxxxxxx and token: aaaaaaaaaaaaaaaa",
+        "sk-" + "a" * 48 + " hf_" + "b" * 34,  # fillers in a provider's shape
         "API_KEY=<insert key here>\napi_key = <paste your key here>",  # a placeholder of several words
     ],
 )
