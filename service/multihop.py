@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 from service.context_pack import packed_context
 from service.context_text import item_surface
 from service.items import SubstrateItem
@@ -104,6 +102,9 @@ _WORD = re.compile(r"[^\W_]+")
 
 def _words(text: str) -> set[str]:
     """The query's words as written (lower-cased, English stop words dropped)."""
+    # Imported here: scikit-learn takes most of a second to import, which `import service` must not pay.
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
     return {w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS}
 
 

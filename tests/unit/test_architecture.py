@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,11 @@ def test_the_code_passes_the_linter_and_is_formatted() -> None:
     code = ["service", "projections", "tests", "bench", "migrations"]
     result = subprocess.run(["ruff", "format", "--check", *code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_importing_the_package_leaves_the_heavy_libraries_for_when_they_are_used() -> None:
+    # scikit-learn alone takes most of a second to import: every CLI command and every process would pay it.
+    code = "import sys, service; print(sorted(m for m in ('sklearn', 'fastapi', 'uvicorn') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
