@@ -227,6 +227,8 @@ def assignment_value_ok(
         return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
     if not password and len(v) >= 16 and low_entropy(v):
         return False  # 123123123123..., a filler
+    if quoted and password and _passphrase(v):
+        return True  # "correct horse battery staple": a passphrase, a few plain words
     if any(c.isspace() for c in v):
         return False  # prose or a validation message ("password": "must be at least 8 characters")
     if _UUID.fullmatch(v) or _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
@@ -256,6 +258,28 @@ def assignment_value_ok(
     # A bare word after ':' or a spaced '=' is a variable (password = pw) or prose (Password: required), and
     # a snake_case one is a variable even unspaced (f(token=token_value)); only KEY=word (an env file) is a literal.
     return sequential(v) or not (_IDENT.fullmatch(v) and (sep != "=" or spaced or "_" in v))
+
+
+# Words of messages and labels a password field is given ("must be at least 8 characters", "enter your new
+# password"): a value holding one is prose, not a passphrase.
+_MESSAGE_WORDS = frozenset(
+    "a an the is are be been was were must should at least most your you yours my our enter please required invalid "
+    "not no do does did match matches confirm new old current reset forgot show hide change update characters "
+    "character chars min max length long short of to for and or with in on by this that it if than as from here "
+    "click type choose use set".split()
+)
+
+
+def _passphrase(value: str) -> bool:
+    """Three to eight lowercase words, single-spaced, none a message word or a placeholder, 15+ characters."""
+    words = value.split(" ")
+    return (
+        3 <= len(words) <= 8
+        and len(value) >= 15
+        and all(w and w.isascii() and w.isalnum() and w == w.lower() for w in words)
+        and sum(w.isalpha() for w in words) >= 3
+        and not any(w in _MESSAGE_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+    )
 
 
 def sensitive_key(key: str) -> bool:

@@ -188,6 +188,8 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "export SSHPASS=" + (k := rnd(14) + "7") + "\nsshpass -e ssh deploy@host", k),
     ("sensitive_assignment", 'smtppass: "' + (k := rnd(12) + "7") + '"', k),
     ("netrc_password", "machine api.heroku.com login ops@example.com password " + (k := rnd(16) + "7"), k),
+    ("sensitive_assignment", 'admin_password: "correct horse battery staple"', "correct horse battery staple"),
+    ("sensitive_assignment", "passphrase = 'open sesame 42 tonight'", "open sesame 42 tonight"),
     ("netrc_password", "machine git.internal\n  login deploy\n  password " + (k := rnd(14) + "7") + "\n", k),
     ("netrc_password", "default login deploy password " + (k := rnd(12) + "!"), k),
     ("ai_provider_key", "GROQ_KEY=gsk_" + (k := rnd(51) + "1"), "gsk_" + k),
@@ -537,6 +539,12 @@ FALSE_POSITIVES = [
     # A bare "pass" glued to a word that is not a service's name: bypass, compass, a filter's pass band.
     ("sensitive_assignment", 'bypass=Tr0ub4dor3xyz compass = "Nw7Qp2Lx9Kz" highpass=Tr0ub4dor3xyz'),
     ("netrc_password", "default login anonymous password guest@example.com"),  # anonymous FTP: an e-mail
+    # Messages and labels under a password key: a few words, but not a passphrase.
+    (
+        "sensitive_assignment",
+        '{"password": "must be at least 8 characters", "new_password": "choose a strong one", '
+        '"confirm_password": "passwords do not match", "password_label": "mot de passe"}',
+    ),
     ("netrc_password", "machine learning password managers, and the default password policy"),
     ("netrc_password", "machine example.com login USER password PASSWORD\nmachine h login me password <your-password>"),
     ("netrc_password", "machine ftp.example.org login joe password ${FTP_PASSWORD}"),
