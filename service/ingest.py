@@ -144,13 +144,19 @@ def ingest_records(
         return batch.finish()
 
 
-def _missing(path: Any) -> IngestReceipt | None:
+_NO_CHECK = object()
+
+
+def _missing(path: Any, source: Any = None, scope: Any = _NO_CHECK) -> IngestReceipt | None:
     """An empty receipt naming the path on ``.failed`` when nothing is there: a missing source has no rows to
-    ingest, as the historical list API answered (``[]``); a path that exists but is the wrong thing still raises."""
+    ingest, as the historical list API answered (``[]``); a path that exists but is the wrong thing still raises.
+    Given ``scope``, the arguments a file ingest would check are checked first (source defaults to the path)."""
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidArgument(f"path must be a file path, got {path!r}")
     if os.path.lexists(path):
         return None
+    if scope is not _NO_CHECK:
+        _check(scope, os.fspath(path) if source is None else source)
     return IngestReceipt(failed=[{"source": os.fspath(path), "line": None, "reason": "no such file or directory"}])
 
 
@@ -186,9 +192,8 @@ def ingest_file(
     fmt = detect_format(path, kind)
     if fmt == "trace":
         return ingest_traces(substrate, path, source=source, scope=scope, progress=progress)
-    missing = _missing(path)
+    missing = _missing(path, source, scope)
     if missing is not None:
-        _check(scope, source if source is not None else os.fspath(path))
         return missing
     resolved, src, prov = _open_source(path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
@@ -213,9 +218,8 @@ def ingest_traces(
     progress: Progress | None = None,
 ) -> IngestReceipt:
     """Index a .jsonl of {"input", "answer"/"label"/"call"} rows as kind="trace" items; bad rows -> .failed."""
-    missing = _missing(jsonl_path)
+    missing = _missing(jsonl_path, source, scope)
     if missing is not None:
-        _check(scope, source if source is not None else os.fspath(jsonl_path))
         return missing
     resolved, src, prov = _open_source(jsonl_path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
