@@ -208,10 +208,11 @@ def is_placeholder(value: str) -> bool:
 
 
 def assignment_value_ok(
-    value: str, *, quoted: bool, sep: str = "=", spaced: bool = False, password: bool = False
+    value: str, *, quoted: bool, sep: str = "=", spaced: bool = False, password: bool = False, key: str = ""
 ) -> bool:
     """Whether the value of a ``key = value`` assignment to a sensitive key is plausibly a real secret. Under a
-    ``password`` key a weak value (12345678, abcdefgh) is still a leaked password; a token or key is not a count."""
+    ``password`` key a weak value (12345678, abcdefgh) is still a leaked password; a token or key is not a count.
+    A UUID is an id, except under a ``key`` naming a credential (``uuid_credential_key``)."""
     v = value.strip()
     if len(v) < 6 or v.lower() in _STOPWORDS or v.rstrip(":").lower() in _PLACEHOLDER_WORDS or is_placeholder(v):
         return False
@@ -231,7 +232,9 @@ def assignment_value_ok(
         return True  # "correct horse battery staple": a passphrase, a few plain words
     if any(c.isspace() for c in v):
         return False  # prose or a validation message ("password": "must be at least 8 characters")
-    if _UUID.fullmatch(v) or _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
+    if _UUID.fullmatch(v):
+        return uuid_credential_key(key) and not _sample_uuid(v)  # HEROKU_API_KEY=<uuid>: services issue UUID keys
+    if _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
         return False  # an id, a digest, a path, a URL, or a version / IP / OID
     if _PASSWORD_HASH.fullmatch(v):
         return False  # a password hash (what a database stores), not the password
@@ -270,6 +273,37 @@ _MESSAGE_WORDS = frozenset(
 )
 
 
+# Keys whose UUID values are ids or one-time request markers, not credentials (AWS's ClientToken is an
+# idempotency token, its LifecycleActionToken names one hook's run; a lock or lease token names a holder).
+_UUID_ID_KEY = re.compile(
+    r"(?:client|idempoten(?:cy|t)|request|correlation|cancel(?:lation)?|lock|lease|trace|transaction|operation|job"
+    r"|task|batch|change|state|update|action|execution|version|revision|sequence|commit)[_.\-]?(?:token|key)\Z",
+    re.IGNORECASE,
+)
+
+
+# The UUIDs documentation and RFC 4122 print as examples.
+_SAMPLE_UUIDS = (
+    "123e4567-e89b-12d3-a456-",
+    "550e8400-e29b-41d4-a716-",
+    "f47ac10b-58cc-4372-a567-",
+    "6ba7b81",
+    "a8098c1a-f86e-11da-bd1a-",
+)
+
+
+def _sample_uuid(value: str) -> bool:
+    """A documented example UUID, a filler (0000-0000), or one typed in sequence (12345678-abcd-...)."""
+    digits = value.lower().replace("-", "")
+    return value.lower().startswith(_SAMPLE_UUIDS) or low_entropy(digits) or _ascending_run(digits) >= 6
+
+
+def uuid_credential_key(key: str) -> bool:
+    """Whether a UUID assigned to ``key`` is a credential: the key names one (api_key, hubspotToken, password)
+    and is not an id-like token (client_token, idempotency_key)."""
+    return bool(key) and sensitive_key(key) and _UUID_ID_KEY.search(key) is None
+
+
 def _passphrase(value: str) -> bool:
     """Three to eight lowercase words, single-spaced, none a message word or a placeholder, 15+ characters."""
     words = value.split(" ")
@@ -295,7 +329,12 @@ def sensitive_pair(key: str, value: str) -> bool:
         return False
     escaped = json.dumps(value, ensure_ascii=False)[1:-1]
     return assignment_value_ok(
-        escaped[:_MAX_VALUE], quoted=True, sep=":", spaced=True, password=_PASSWORD_KEY.search(key) is not None
+        escaped[:_MAX_VALUE],
+        quoted=True,
+        sep=":",
+        spaced=True,
+        password=_PASSWORD_KEY.search(key) is not None,
+        key=key,
     )
 
 
@@ -526,13 +565,13 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         return _block_scalar_ok(m, key, secret, sep, spaced)
     quoted = m.group("s_uq") is None
     password = _PASSWORD_KEY.search(key) is not None
-    if not quoted and key.lower().endswith("secret") and _DNS_LABEL.fullmatch(secret):
+    if not quoted and key.lower().endswith("secret") and _DNS_LABEL.fullmatch(secret) and not _UUID.fullmatch(secret):
         return False  # existingSecret: db-credentials -- a Kubernetes Secret's name, not its content
     if not quoted and sep == ":" and _yaml_literal(key, key_start, secret, text, m.end()):
-        return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password)
+        return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password, key=key)
     if not quoted and sep == ":" and not password and _setting_like(key, secret):
         return False  # auth: oauth2, token: sha256, secret: v1beta1 -- a setting's name, not a credential
-    return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced, password=password)
+    return assignment_value_ok(secret, quoted=quoted, sep=sep, spaced=spaced, password=password, key=key)
 
 
 # groupId:artifactId[:version]: the artifact id, then a version (-0.11.2) or the rest of the coordinate (:1.0).
@@ -546,9 +585,14 @@ _FILE_NAME = re.compile(r"[\w.\-]{1,200}\.[A-Za-z]{2,5}")
 
 
 def _loose_credential(value: str) -> bool:
-    """Under a ``credentials`` / ``creds`` key: a word (include, same-origin) or a file name, not a credential."""
+    """Under a ``credentials`` / ``creds`` key: words (include, same-origin, SameOrigin, INCLUDE) or a file name,
+    not a credential; random letters (hmVJWvLewQzocEpt) are one."""
     v = value.strip()
-    return all(c.isalpha() or c in "-_" for c in v) or _FILE_NAME.fullmatch(v) is not None
+    if _FILE_NAME.fullmatch(v) is not None:
+        return True
+    return all(c.isalpha() or c in "-_" for c in v) and (
+        _PLAIN_WORDS.fullmatch(v.lower()) is not None and (v.islower() or v.isupper() or _field_name(v))
+    )
 
 
 def _block_scalar_ok(m: re.Match[str], key: str, secret: str, sep: str, spaced: bool) -> bool:
@@ -566,7 +610,7 @@ def _block_scalar_ok(m: re.Match[str], key: str, secret: str, sep: str, spaced: 
     password = _PASSWORD_KEY.search(key) is not None
     if not password and _setting_like(key, secret):
         return False
-    return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password)
+    return assignment_value_ok(secret, quoted=True, sep=sep, spaced=spaced, password=password, key=key)
 
 
 def _setting_like(key: str, value: str) -> bool:
@@ -1237,7 +1281,9 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
             check=lambda m, secret: (
                 sensitive_key(m.group("k"))
-                and assignment_value_ok(secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None)
+                and assignment_value_ok(
+                    secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None, key=m.group("k")
+                )
             ),
         ),
         anchors=(

@@ -154,6 +154,15 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "export API_KEY=" + (k := rnd(20) + "1"), k),
     ("sensitive_assignment", '{"auth": "' + (k := rnd(18)) + '"}', k),
     ("sensitive_assignment", "spring.datasource.password=" + (k := rnd(12) + "9"), k),
+    # Many services issue UUIDs as API keys (Heroku, HubSpot, MessageBird): under a credential's key one counts.
+    ("sensitive_assignment", "HUBSPOT_API_KEY=" + (k := "e" + rnd(7, HEX) + "-31d9-446a-8303-" + rnd(12, HEX)), k),
+    ("sensitive_assignment", 'hubspotToken="' + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + '"', k),
+    ("sensitive_assignment", "webhook_secret: " + (k := "e77f5018-31d9-046a-4303-" + rnd(12, HEX)), k),
+    (
+        "sensitive_config_value",
+        "<herokuToken>" + (k := "-".join(rnd(n, HEX) for n in (8, 4, 4, 4, 12))) + "</herokuToken>",
+        k,
+    ),
     ("sensitive_assignment", "access_key = '" + (k := rnd(20)) + "'", k),
     ("url_credentials", "postgresql://admin:" + (k := rnd(16)) + "@db.example.com:5432/prod", k),
     ("gcp_oauth_client_secret", '"client_secret": "GOCSPX-' + (k := rnd(28, URLSAFE)) + '"', "GOCSPX-" + k),
@@ -588,6 +597,19 @@ FALSE_POSITIVES = [
     (
         "sidekiq_secret",
         "BUNDLE_GEMS__CONTRIBSYS__COM: cafebabe:deadbeef; see gems.contribsys.com for the Sidekiq Pro gem",
+    ),
+    # A UUID under a token key that names a request, a lock or a change is an id; under an id's key, or the
+    # documentation's example UUID, it is no credential either.
+    (
+        "sensitive_assignment",
+        '"ClientToken": "d5c090f5-8a0f-49c7-8281-72c796a21f72", "IdempotencyToken": "527c5358-2a1a-4b9e-b1b9-'
+        '7293b0ddff42", "LifecycleActionToken": "bcd2f1b8-9a78-44d3-8a7a-4dd07d7cf635", "LockToken": "e3db7e2c-'
+        'd58b-4ee6-8346-6aec5511c6fb", "NextToken": "9f4d9f69-275a-41fe-b58e-2b837bd9ba48"',
+    ),
+    (
+        "sensitive_assignment",
+        "self.update_token = '1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d'; client_id: e77f5018-31d9-046a-4303-2d34e3e87d07"
+        "; api_key = '550e8400-e29b-41d4-a716-446655440000'; token=12345678-abcd-4bcd-9bcd-1234567890ab",
     ),
     ("sensitive_config_value", '<add key="ClearTextPassword" value="%NUGET_FEED_PASSWORD%" />'),
     ("sensitive_config_value", "<token>\n    <value>hello</value>\n</token>"),
