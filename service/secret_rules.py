@@ -149,8 +149,10 @@ _KEYWORD = (
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
 # password_b64) -- a closed list: token_type, secret_name or password_file name something else.
-_KEY_SUFFIX = r"(?:[_.\-]?(?:[0-9]{1,8}|value|val|str|b64|base64|hex|raw|plain|plaintext|bytes|literal))"
-_KEY_SUFFIX_REVERSED = r"(?:(?:[0-9]{1,8}|eulav|lav|rts|46b|46esab|xeh|war|nialp|txetnialp|setyb|laretil)[_.\-]?)"
+_KEY_SUFFIX = r"(?:[_.\-]?(?:[0-9]{1,8}|value|val|string|str|b64|base64|hex|raw|plain|plaintext|bytes|literal))"
+_KEY_SUFFIX_REVERSED = (
+    r"(?:(?:[0-9]{1,8}|eulav|lav|gnirts|rts|46b|46esab|xeh|war|nialp|txetnialp|setyb|laretil)[_.\-]?)"
+)
 _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
 # How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
 # so cannot match _KEY_TAIL, and the reversed key tells that with one anchored match.
@@ -425,6 +427,16 @@ def _mixed(_m: re.Match[str], secret: str) -> bool:
     return any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
 
 
+def _cased(value: str) -> bool:
+    """Upper case, lower case and at least two digits, not a word in CamelCase: a random token's mix."""
+    return (
+        sum(c.isdigit() for c in value) >= 2
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and not _field_name(value)
+    )
+
+
 def _random(_m: re.Match[str], secret: str) -> bool:
     return _mixed(_m, secret) and not low_entropy(secret)
 
@@ -683,6 +695,48 @@ def _find_private_keys(text: str) -> Iterator[Span]:
         yield m.start(), stop
 
 
+# A Kubernetes Secret manifest: every value under its data: (base64) or stringData: (plain) is the secret itself.
+_K8S_SECRET_KIND = re.compile(r"(?m)^[ \t]{0,16}+kind:[ \t]{0,8}+['\"]?(?i:secret)['\"]?[ \t]{0,8}+\r?$")
+_K8S_DATA = re.compile(r"(?m)^(?P<ind>[ \t]{0,16}+)(?P<which>data|stringData):[ \t]{0,8}+\r?$")
+_K8S_ENTRY = re.compile(
+    r"(?m)(?P<ind>[ \t]{1,32}+)['\"]?[\w.\-]{1,253}+['\"]?:[ \t]{0,8}+(?:[|>][-+]?[ \t]{0,8}+\r?\n[ \t]{1,64}+)?"
+    r"['\"]?(?P<s>[^\s'\"#][^\s'\"]{0,65535}+)['\"]?[ \t]{0,8}+\r?$"
+)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{4,65536}+={0,2}+")
+
+
+def _find_k8s_secret_values(text: str) -> Iterator[Span]:
+    if _K8S_SECRET_KIND.search(text) is None:
+        return
+    for block in _K8S_DATA.finditer(text):
+        indent, base64_data = len(block.group("ind").expandtabs(4)), block.group("which") == "data"
+        pos = block.end() + 1
+        while pos < len(text):
+            line_end = text.find("\n", pos)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[pos:line_end]
+            body = line.lstrip(" \t")
+            if body.strip() and not body.startswith("#"):
+                if len(line[: len(line) - len(body)].expandtabs(4)) <= indent:
+                    break  # the next key at the data: key's level: the block has ended
+                entry = _K8S_ENTRY.match(text, pos)
+                if entry is not None:
+                    if _k8s_value(entry.group("s"), base64_data):
+                        yield entry.start("s"), entry.end("s")
+                    line_end = max(line_end, entry.end())
+            pos = line_end + 1
+
+
+def _k8s_value(value: str, base64_data: bool) -> bool:
+    """A Secret's value: base64 of four characters or more (data:), or six characters or more (stringData:);
+    not a filler, a placeholder, a template or a SOPS-encrypted value."""
+    if low_entropy(value) or is_placeholder(value) or value.startswith(("ENC[", "{{", "${")):
+        return False
+    if not base64_data:
+        return len(value) >= 6
+    return _BASE64.fullmatch(value) is not None and len(_b64_text(value).strip()) >= 4
+
+
 _URL_PASSWORD = (
     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}+://(?P<user>[^\s:/@?#\[\]'\"<>]{0,128}+)"
     r":(?P<s>[^\s@/?#'\"<>]{1,256}+)@(?P<host>[A-Za-z0-9._\-\[\]:%]{1,253}+)"
@@ -736,6 +790,32 @@ def _query_key(text: str, kw_start: int) -> bool:
     return i > 0 and text[i - 1] in "?&"
 
 
+def _der_private_key(secret: str) -> bool:
+    """Whether base64 ``secret`` opens like a DER private key: a SEQUENCE whose first element is the version
+    INTEGER 0 followed by a modulus (PKCS#1) or an algorithm (PKCS#8), or version 1 and a key (SEC 1, EC).
+    Certificates and public keys open with a SEQUENCE instead, so they are left alone."""
+    try:
+        der = base64.b64decode(secret[:24], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    if len(der) < 9 or der[0] != 0x30:
+        return False
+    at = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7F)
+    head = der[at : at + 4]
+    return head[:3] == b"\x02\x01\x00" and head[3:] in (b"\x02", b"\x30") or head == b"\x02\x01\x01\x04"
+
+
+_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+")
+
+
+def _b64_text(secret: str) -> str:
+    """``secret`` base64-decoded as ASCII text ('' when it is not base64 of text)."""
+    try:
+        return base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        return ""
+
+
 def _pem_base64_check(_m: re.Match[str], secret: str) -> bool:
     head = secret[:120]
     head = head[: len(head) - len(head) % 4]
@@ -757,11 +837,16 @@ RULES: tuple[Rule, ...] = (
         anchors=(r'_(?<="private_)key"',),
     ),
     Rule("private_key_block", _find_private_keys, anchors=("-----BEGIN ",)),
+    Rule("kubernetes_secret", _find_k8s_secret_values, anchors=(r"(?i:kind:[ \t]{0,8}['\"]?secret)",)),
     # A PEM private key base64-encoded once more (kubeconfig client-key-data, Kubernetes Secret tls.key).
     Rule(
         "private_key_base64",
-        _regex(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,65536}+={0,2}+", check=_pem_base64_check),
-        anchors=("LS0tLS1CRUdJTi",),
+        _regex(
+            r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,65536}+={0,2}+",
+            r"(?<![A-Za-z0-9+/])M[HI][A-Za-z0-9+/]{100,65536}+={0,2}+(?![A-Za-z0-9+/=])",  # DER, no PEM armour
+            check=lambda m, s: _der_private_key(s) if s.startswith("M") else _pem_base64_check(m, s),
+        ),
+        anchors=("LS0tLS1CRUdJTi", "MI[IG]", "MHcCAQ"),
     ),
     Rule(
         "aws_access_key",
@@ -954,8 +1039,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "vault_token",
-        _regex(_L + r"hv[sbr]\.[A-Za-z0-9_\-]{24,400}+" + _RD, check=_mixed),
-        anchors=(r"\.(?<=hv[sbr]\.)",),
+        _regex(
+            _L + r"hv[sbr]\.[A-Za-z0-9_\-]{24,400}+" + _RD,
+            # A legacy service token (s. and 24 characters) mixes cases and digits; an attribute name does not.
+            r"(?<![\w.$])s\.[A-Za-z0-9]{24}(?![\w.(])",
+            check=lambda m, s: _mixed(m, s) and (s[1] != "." or _cased(s[2:])),
+        ),
+        anchors=(r"\.(?<=hv[sbr]\.)", r"\.(?<=[^\w.$]s\.)|^s\."),
     ),
     Rule(
         "terraform_cloud_token",
@@ -1062,8 +1152,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "facebook_access_token",
-        _regex(_L + r"EAA[A-Za-z0-9]{90,512}+" + _R, check=_mixed),
-        anchors=("EAA",),
+        _regex(
+            _L + r"EAA[A-Za-z0-9]{90,512}+" + _R,
+            # An app access token: the app's id, '|' and its secret, after the word facebook.
+            r"(?i:facebook)[\w.\-]{0,32}?[\s\"':=]{1,8}+(?P<s>\d{15,16}\|[A-Za-z0-9_\-]{27,40}+)" + _RD,
+            check=_mixed,
+        ),
+        anchors=("EAA", r"\|(?<=\d\|)"),
     ),
     Rule(
         "azure_ad_client_secret",
@@ -1096,6 +1191,10 @@ RULES: tuple[Rule, ...] = (
             _L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}+",  # PlanetScale
             _L + r"nfp_[A-Za-z0-9]{36}" + _R,  # Netlify
             _L + r"fo1_[A-Za-z0-9_\-]{43}" + _RD,  # Fly.io
+            _L + r"fm(?:1[ar]|2)_[A-Za-z0-9+/]{100,8192}+={0,3}+",  # Fly.io macaroon (after "FlyV1 ")
+            _L + r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}" + _RD,  # 1Password
+            r"(?i:https?://claude\.ai/code/)session_[A-Za-z0-9]{20,64}+" + _R,  # a Claude Code session link
+            _L + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _R,  # 42 Intra client secret
             _L + r"rnd_[A-Za-z0-9]{32}" + _R,  # Render
             _L + r"CFPAT-[A-Za-z0-9_\-]{43}" + _RD,  # Contentful
             _L + r"aio_[A-Za-z0-9]{28}" + _R,  # Adafruit IO
@@ -1140,6 +1239,11 @@ RULES: tuple[Rule, ...] = (
             r"_(?<=pscale_)",
             r"_(?<=nfp_)",
             r"_(?<=fo1_)",
+            r"_(?<=fm1[ar]_)",
+            r"_(?<=fm2_)",
+            "A3-",
+            r"(?i:claude\.ai/code/session_)",
+            "s-s4t2",
             r"_(?<=rnd_)",
             r"-(?<=CFPAT-)",
             r"_(?<=aio_)",
@@ -1186,9 +1290,11 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "jwt",
         _regex(
-            r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+" + _RD
+            r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+" + _RD,
+            r"(?<![A-Za-z0-9+/])ZXlK[A-Za-z0-9+/]{60,16384}+={0,2}+",  # a JWT base64-encoded once more
+            check=lambda _m, s: not s.startswith("ZXlK") or _JWT.match(_b64_text(s)) is not None,
         ),
-        anchors=(r"\.eyJ",),
+        anchors=(r"\.eyJ", "ZXlK"),
     ),
     Rule(
         "basic_auth",

@@ -358,6 +358,35 @@ TRUE_POSITIVES = [
     ("sidekiq_secret", 'BUNDLE_GEMS__CONTRIBSYS__COM: "' + (k := rnd(8, HEX) + ":" + rnd(7, HEX) + "7") + '"', k),
     ("sidekiq_secret", "bundle config --local gems.contribsys.com " + (k := rnd(8, HEX) + ":" + rnd(7, HEX) + "7"), k),
     ("sensitive_config_value", "<apiToken>\n    " + (k := rnd(31) + "7") + "\n</apiToken>", k),
+    # Vault's legacy service token; Facebook's app token (app id|app secret); 1Password's account secret key;
+    # Fly.io's macaroon; a Claude Code session link; 42 Intra's client secret.
+    ("vault_token", "token: s." + (k := rnd(10) + "Ab12" + rnd(10)), "s." + k),
+    ("facebook_access_token", "facebook " + (k := rnd(16, DIGITS) + "|" + rnd(26, URLSAFE) + "7"), k),
+    ("platform_token", (k := "A3-" + "-".join(rnd(n, UPPER_DIGITS) for n in (6, 11, 5, 5, 5))), k),
+    ("platform_token", 'FLY_API_TOKEN="FlyV1 ' + (k := "fm2_" + rnd(200, B64) + "7") + '"', k),
+    ("platform_token", "see " + (k := "https://claude.ai/code/session_" + rnd(23) + "7") + "?ref=x", k),
+    ("platform_token", (k := "s-s4t2ud-" + rnd(64, HEX)), k),
+    # A JWT base64-encoded once more; a DER private key without its PEM armour (PKCS#1, PKCS#8, SEC 1).
+    (
+        "jwt",
+        "auth_blob = "
+        + (k := base64.b64encode(f"eyJ{rnd(20, URLSAFE)}.eyJ{rnd(40, URLSAFE)}.{rnd(43, URLSAFE)}".encode()).decode()),
+        k,
+    ),
+    ("private_key_base64", "key = " + (k := "MIIEpAIBAAKCAQEA" + rnd(300, B64)), k),
+    ("private_key_base64", (k := "MIIEvgIBADANBgkqhkiG9w0BAQEFAASC" + rnd(300, B64)), k),
+    ("private_key_base64", '"' + (k := "MHcCAQEEI" + rnd(150, B64)) + '"', k),
+    # A UUID under a credential's key, and a token under a key ending in "String".
+    ("sensitive_assignment", "mySecretString=" + (k := rnd(29) + "7"), k),
+    # A Kubernetes Secret: every value under data: (base64) or stringData: is the secret, whatever its key.
+    (
+        "kubernetes_secret",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  # the user\n  extra: "
+        + (k := base64.b64encode(rnd(12).encode()).decode())
+        + "\nstringData:\n  other: x\n",
+        k,
+    ),
+    ("kubernetes_secret", "kind: Secret\nstringData:\n  config.yaml: " + (k := rnd(20) + "7") + "\n", k),
 ]
 
 # (rule that must NOT fire, text)
@@ -613,6 +642,26 @@ FALSE_POSITIVES = [
     ),
     ("sensitive_config_value", '<add key="ClearTextPassword" value="%NUGET_FEED_PASSWORD%" />'),
     ("sensitive_config_value", "<token>\n    <value>hello</value>\n</token>"),
+    # Attributes, public keys, certificates and base64 JSON in those shapes.
+    ("vault_token", "x = s.getElementsByTagNameNS; y = self.s.aB3dE5gH7jK9mN1pQ3rS5tU7"),
+    ("private_key_base64", "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + rnd(300, B64)),
+    ("private_key_base64", "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa" + rnd(300, B64)),
+    (
+        "jwt",
+        base64.b64encode(b'eyJ is how "{" starts in base64; this is prose about JSON, not a token at all.').decode(),
+    ),
+    ("facebook_access_token", "facebook 1308742762612587|the rest of a table row"),
+    (
+        "platform_token",
+        "A3-AAAAAA-AAAAAAAAAAA-AAAAA-AAAAA-AAAAA; https://claude.ai/code/session_XXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
+    # Not a Secret, an empty or templated value, a SOPS-encrypted one, or a value that decodes to a word.
+    ("kubernetes_secret", "kind: ConfigMap\ndata:\n  settings: " + base64.b64encode(rnd(12).encode()).decode()),
+    (
+        "kubernetes_secret",
+        "kind: Secret\ndata:\n  a: ''\n  b: {{ .Values.b | b64enc }}\n  c: YmFyCg==\nstringData:\n"
+        "  d: ENC[AES256_GCM,data:O+5l4g==,iv:c/dS4BCB,type:str]\n  e: ${DB_PASSWORD}\n",
+    ),
 ]
 
 
