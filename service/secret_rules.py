@@ -495,8 +495,10 @@ _CLI_PLACEHOLDERS = _PLACEHOLDER_WORDS | {
 }
 
 
-def _cli_check(_m: re.Match[str], secret: str) -> bool:
+def _cli_check(m: re.Match[str], secret: str) -> bool:
     # curl -u 'test:test', curl -u <user:password>, curl --user neo4j:[PASSWORD]: documentation, not a login.
+    if m.groupdict().get("s_key") is not None and not (_mixed(m, secret) and not low_entropy(secret)):
+        return False  # curl -u elastic: -- a user name alone (curl asks for the password), not a key
     return secret.lower() not in _CLI_PLACEHOLDERS and secret[0] not in "<[{" and secret[-1] not in ">]}"
 
 
@@ -1343,7 +1345,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "cli_password",
         _regex(
-            r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{1,64}+:(?P<s>[^\s'\"`$]{3,255}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])(?:-u|--user|--basic-auth)(?:[ \t]{1,4}+|=)['\"]?[^\s:'\"$]{0,64}+:['\"]?"
+            r"(?P<s>[^\s'\"`$]{3,255}[^\s'\"`$,.;:)\]}])",
+            # -u KEY: -- an API key as the user name, the password left empty (Stripe, Elasticsearch, Mailgun)
+            r"(?<![\w-])(?:-u|--user)(?:[ \t]{1,4}+|=)['\"]?(?P<s_key>[A-Za-z0-9_\-!@#%^&*+=./]{8,128}+):['\"]?(?![^\s'\"])",
             r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             # docker login [-u user] -p VALUE (podman, helm registry login, ...). A secret never ends on punctuation.
             r"(?<![\w-])login(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"

@@ -1010,6 +1010,9 @@ def test_findings_are_ordered_disjoint_and_never_preview_the_secret(text: str) -
         ("curl -u admin:" + "Sup3rS3cr" + "et! https://api.example.com", "Sup3rS3cr"),
         ("wget --user=bob:" + "Xy9zQ8" + "w7 http://host", "Xy9zQ8"),
         ("mysqladmin --password=" + "Kx82nd" + "0q status", "Kx82nd"),
+        ('curl -u ":' + "d2LkV78z" + 'Lx!t" https://localhost:9200', "d2LkV78z"),  # no user name
+        ("curl --user kevin:'" + "pRf7vG2h" + "1L8nQkW9' -X PATCH https://x", "pRf7vG2h"),  # only the password quoted
+        ('curl -u "' + "d2LkV78z" + 'Lx!t:" https://localhost:9200', "d2LkV78z"),  # a key as the user, no password
     ],
 )
 def test_cli_passwords_are_masked(text: str, leak: str) -> None:
@@ -1025,6 +1028,7 @@ def test_cli_passwords_are_masked(text: str, leak: str) -> None:
         "use --password to set it",
         "curl -u user:password https://x",
         "--password <your-password>",
+        'curl -u elastic: https://x; curl -u "$TOKEN:" https://x',  # a user name alone; a variable
     ],
 )
 def test_cli_password_look_alikes_are_left_alone(text: str) -> None:
