@@ -41,13 +41,14 @@ def retrieve_action(
     cost: float = 1.0,
     min_score: float = 0.0,
 ) -> Action:
-    """A RETRIEVE action over a substrate: items scoring strictly above ``min_score`` (never 0) are evidence.
+    """A RETRIEVE action over a substrate: items scoring strictly above ``min_score`` are evidence, and never one
+    scoring 0 (no overlap at all), however low the floor (a negative one included).
 
     Its step's earned relevance is the true top score of the kept items (0.0 when none survived),
     never the routing prior ``base_score``.
     """
     k = require_count(k, "k")
-    floor = require_finite(min_score, "min_score")
+    floor = max(require_finite(min_score, "min_score", minimum=None), 0.0)
     if scope is not None and (not isinstance(scope, str) or not scope.strip()):
         raise InvalidArgument(f"scope must be a non-empty string or None, got {scope!r}")
 

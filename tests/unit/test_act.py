@@ -23,6 +23,7 @@ from service.act import (
     simulate_action,
 )
 from service.items import SubstrateItem
+from service.reasoner import Reasoner
 from service.validation import InvalidArgument
 
 
@@ -254,6 +255,14 @@ def test_retrieve_min_score_is_a_strict_floor():
     sub = FakeSubstrate("refunds take five days")
     assert retrieve_action(sub, min_score=0.5).run("refunds policy") == []
     assert retrieve_action(sub, min_score=0.4).run("refunds policy") == ["refunds take five days"]
+
+
+@pytest.mark.parametrize("floor", [-1.0, -1e-9, 0.0])
+def test_retrieve_excludes_a_zero_score_however_low_the_floor(floor):
+    sub = FakeSubstrate("refunds take five days", "weather is sunny")
+    assert retrieve_action(sub, min_score=floor).run("refunds policy") == ["refunds take five days"]
+    reasoner = Reasoner(echo, substrate=sub, retrieve_min_score=floor)
+    assert reasoner.ask("refunds policy").evidence == ["refunds take five days"]
 
 
 @pytest.mark.parametrize("kw", [{"k": -1}, {"k": 2.0}, {"min_score": math.nan}, {"cost": -1}])

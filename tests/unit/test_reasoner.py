@@ -107,7 +107,9 @@ def test_retrieve_min_score_is_passed_to_the_retrieve_action():
     assert not Reasoner(echo, substrate=sub).ask("refunds policy").abstained
 
 
-@pytest.mark.parametrize("kw", [{"min_confidence": float("nan")}, {"budget_cost": -1.0}, {"retrieve_min_score": -0.1}])
+@pytest.mark.parametrize(
+    "kw", [{"min_confidence": float("nan")}, {"budget_cost": -1.0}, {"retrieve_min_score": float("nan")}]
+)
 def test_reasoner_rejects_bad_configuration(kw):
     with pytest.raises(InvalidArgument):
         Reasoner(echo, substrate=FakeSubstrate(), **kw)
