@@ -15,7 +15,7 @@ from pydantic import AfterValidator
 from service.http_auth import Caller, CallerDep
 from service.http_errors import ProblemError
 from service.http_models import IngestOut, storable
-from service.ingest import IngestReceipt, ingest_documents, ingest_records
+from service.ingest import IngestReceipt, document_shaped, ingest_documents, ingest_records
 from service.ingest_batch import IngestFailure
 
 __all__ = ["router"]
@@ -68,7 +68,7 @@ def _ingest_batch(
         value = _parse(line, raw, source, failed)
         if value is None:
             continue
-        if isinstance(value, str) or (isinstance(value, dict) and "text" in value):
+        if isinstance(value, str) or document_shaped(value):
             docs.append(value)
             doc_lines.append(line)
         else:

@@ -203,10 +203,20 @@ def ingest_file(
                 batch.fail(line, value.reason)
                 continue
             row_prov = {**prov, "position": line}
-            is_doc = fmt == "text" or isinstance(value, str) or (isinstance(value, Mapping) and "text" in value)
+            is_doc = fmt == "text" or isinstance(value, str) or document_shaped(value)
             build = _doc_item(value, scope, row_prov) if is_doc else _record_item(value, scope, row_prov, None)
             batch.add(line, line, build)
         return batch.finish()
+
+
+# A .jsonl object is a document when it holds a text and nothing but a document's fields; any other object
+# (one with a "text" among other fields included) is a record, every field kept as it is.
+_DOC_FIELDS = frozenset({"text", "tags", "payload"})
+
+
+def document_shaped(value: Any) -> bool:
+    """Whether a parsed .jsonl value is a document object: a text, and no field but tags and payload."""
+    return isinstance(value, Mapping) and "text" in value and set(value) <= _DOC_FIELDS
 
 
 def ingest_traces(
@@ -266,6 +276,15 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+def _manifest_parent(manifest: dict[str, Any]) -> Any:
+    """The artifact this one derives from, as a manifest names it: top-level ``parent``, else ``meta.parent``."""
+    meta = manifest.get("meta")
+    parent = manifest.get("parent")
+    if parent is None and isinstance(meta, dict):
+        parent = meta.get("parent")
+    return parent
+
+
 def ingest_artifacts(
     substrate: Any,
     registry_root: str | os.PathLike[str],
@@ -296,6 +315,9 @@ def ingest_artifacts(
                 }
                 if isinstance(manifest.get("lineage"), dict):
                     prov["lineage"] = manifest["lineage"]
+                parent = _manifest_parent(manifest)
+                if parent is not None:
+                    prov["parent"] = parent
                 if artifact_kind(manifest) is not None:
                     prov["artifact_kind"] = artifact_kind(manifest)
                 name = manifest["name"] if isinstance(manifest.get("name"), str) else manifest_path.parent.name

@@ -173,11 +173,16 @@ def test_text_file_one_item_per_non_blank_line_with_line_numbers(store, tmp_path
 
 def test_jsonl_mixes_docs_and_records_and_reports_bad_lines(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     f = tmp_path / "mixed.jsonl"
-    f.write_text('"plain"\n{"text": "doc", "lang": "en"}\n{broken\n{"k": 1}\n\n[1, 2]\n{"text": 5}\n')
+    f.write_text(
+        '"plain"\n{"text": "doc", "tags": ["t"], "payload": {"lang": "en"}}\n{broken\n{"k": 1}\n\n[1, 2]\n{"text": 5}\n'
+        '{"text": "labelled", "label": "spam"}\n'
+    )
     r = ingest_file(store, f)
     kinds = [(store.get(i).kind, store.get(i).provenance["position"]) for i in r]
-    assert kinds == [("text", 1), ("text", 2), ("record", 4), ("record", 6)]
-    assert store.get(r[1]).payload == {"lang": "en"}
+    assert kinds == [("text", 1), ("text", 2), ("record", 4), ("record", 6), ("record", 8)]
+    assert store.get(r[1]).payload == {"lang": "en"} and store.get(r[1]).tags == ["t"]
+    # A document holds a text and only a document's fields (tags, payload); any other object is a record.
+    assert store.get(r[4]).payload == {"text": "labelled", "label": "spam"}
     assert [(x["line"], x["source"]) for x in r.failed] == [(3, str(f.resolve())), (7, str(f.resolve()))]
     assert "invalid JSON" in r.failed[0]["reason"]
 
@@ -244,6 +249,16 @@ def test_artifacts_reference_their_directory_and_bad_manifests_are_reported(stor
     assert sorted(Path(f["source"]).parent.name for f in r.failed) == ["broken", "listy"]
     assert any("JSON object" in f["reason"] for f in r.failed)
     assert list(ingest_artifacts(store, tmp_path / "reg")) == list(r) and len(store) == 1
+    assert "parent" not in item.provenance
+    # The artifact it derives from, top-level or under meta, is a lineage field too.
+    child = tmp_path / "reg2"
+    for name, manifest in (("top", {"kind": "model", "parent": "model-a"}), ("meta", {"meta": {"parent": "top"}})):
+        (child / name).mkdir(parents=True)
+        (child / name / "manifest.json").write_text(json.dumps(manifest))
+    parents = {
+        Path(it.payload["ref"]).name: it.provenance["parent"] for it in map(store.get, ingest_artifacts(store, child))
+    }
+    assert parents == {"top": "model-a", "meta": "top"}
     with pytest.raises(InvalidArgument, match="registry_root"):
         ingest_artifacts(store, good / "manifest.json")  # a file, not a directory
 
