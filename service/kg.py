@@ -51,11 +51,12 @@ def _inventory(triples: tuple[Triple, ...]) -> list[str]:
 
 
 def link_entities(question: str, entities: Any) -> list[str]:
-    """The entities whose normalized name is a token span of ``question``, longest first, in match order."""
+    """The entities whose normalized name is a token span of ``question``, in match order: longest name first,
+    names of one length in the order given."""
     claimed = f" {_norm(question)} "
     names = {str(e): _norm(e) for e in entities}
     linked: list[str] = []
-    for entity, name in sorted(names.items(), key=lambda kv: (-len(kv[1].split()), -len(kv[1]), kv[0])):
+    for entity, name in sorted(names.items(), key=lambda kv: -len(kv[1])):
         span = f" {name} "
         if name and span in claimed:
             linked.append(entity)

@@ -22,6 +22,16 @@ def test_link_entities_prefers_the_longest_name_and_claims_its_span():
     assert link_entities("Who lives in York?", entities) == ["york"]
 
 
+def test_link_entities_orders_by_name_length_then_as_given():
+    # Match order: longest name first (in characters); names of one length keep the order they were given in.
+    assert link_entities("ada met bob", ["bob", "ada"]) == ["bob", "ada"]
+    assert link_entities("ada met bob in manhattan, new york", ["new york", "manhattan", "ada"]) == [
+        "manhattan",
+        "new york",
+        "ada",
+    ]
+
+
 def test_link_entities_matches_whole_tokens_only():
     assert link_entities("adaptive systems", ["ada"]) == []
 
