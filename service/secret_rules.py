@@ -530,7 +530,9 @@ def _netrc_check(m: re.Match[str], secret: str) -> bool:
 _METASYNTACTIC = frozenset({"foo", "bar", "baz", "qux", "quux", "tiger"})  # scott:tiger, the classic demo login
 
 
-def _basic_check(_m: re.Match[str], secret: str) -> bool:
+def _basic_check(m: re.Match[str], secret: str) -> bool:
+    if m.groupdict().get("s_pw") is not None:  # a client's ("user", "password") pair: judged as a password
+        return assignment_value_ok(secret, quoted=True, password=True)
     try:
         decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -839,7 +841,17 @@ RULES: tuple[Rule, ...] = (
         anchors=(r'_(?<="private_)key"',),
     ),
     Rule("private_key_block", _find_private_keys, anchors=("-----BEGIN ",)),
-    Rule("kubernetes_secret", _find_k8s_secret_values, anchors=(r"(?i:kind:[ \t]{0,8}['\"]?secret)",)),
+    # A PuTTY .ppk key file: its Private-Lines are the key (the Public-Lines before them are not).
+    Rule(
+        "putty_private_key",
+        _regex(
+            r"PuTTY-User-Key-File-[23]:[^\n]{0,200}+\n(?:[^\n]{0,4096}+\n){0,64}?Private-Lines:[ \t]{0,4}+\d{1,3}"
+            r"[ \t]{0,4}+\r?\n(?P<s>[A-Za-z0-9+/=]{4,128}+(?=\r?\n|\Z)(?:\r?\n[A-Za-z0-9+/=]{4,128}+(?=\r?\n|\Z)){0,127})",
+            check=_random,
+        ),
+        anchors=("PuTTY-User-Key-File-",),
+    ),
+    Rule("kubernetes_secret", _find_k8s_secret_values, anchors=(r":(?<=kind:)",)),
     # A PEM private key base64-encoded once more (kubeconfig client-key-data, Kubernetes Secret tls.key).
     Rule(
         "private_key_base64",
@@ -1047,7 +1059,7 @@ RULES: tuple[Rule, ...] = (
             r"(?<![\w.$])s\.[A-Za-z0-9]{24}(?![\w.(])",
             check=lambda m, s: _mixed(m, s) and (s[1] != "." or _cased(s[2:])),
         ),
-        anchors=(r"\.(?<=hv[sbr]\.)", r"\.(?<=[^\w.$]s\.)|^s\."),
+        anchors=(r"\.(?<=hv[sbr]\.)", r"\.(?<=s\.)[A-Za-z0-9]{24}"),
     ),
     Rule(
         "terraform_cloud_token",
@@ -1244,8 +1256,8 @@ RULES: tuple[Rule, ...] = (
             r"_(?<=fm1[ar]_)",
             r"_(?<=fm2_)",
             "A3-",
-            r"(?i:claude\.ai/code/session_)",
-            "s-s4t2",
+            "/code/session_",
+            r"-(?<=s-)s4t2",
             r"_(?<=rnd_)",
             r"-(?<=CFPAT-)",
             r"_(?<=aio_)",
@@ -1304,8 +1316,13 @@ RULES: tuple[Rule, ...] = (
             r"(?i:authorization)"
             + _SEP
             + r"(?i:basic)[ \t]{1,8}+(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
+            # A client's basic-auth pair: requests' auth=("user", "pass"), HTTPBasicAuth("user", "pass")
+            r"(?:(?<![\w.])auth[ \t]{0,4}+=[ \t]{0,4}+\(|(?<![\w])(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth)\()"
+            r"[ \t]{0,4}+(?P<uq>['\"])[^'\"\n]{1,128}+(?P=uq)[ \t]{0,4}+,[ \t]{0,4}+(?P<pq>['\"])"
+            r"(?P<s_pw>[^'\"\n]{1,256}+)(?P=pq)",
             check=_basic_check,
         ),
+        anchors=(r"\((?<=auth=\()", r"\((?<=auth \= \()", r"Auth\("),
         keywords=("authorization",),
     ),
     Rule(
@@ -1390,6 +1407,11 @@ RULES: tuple[Rule, ...] = (
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
+            # An environment entry as Kubernetes, Compose and ECS write it: name: DB_PASSWORD / value: ...
+            r"(?<![\w-])name:[ \t]{0,8}+['\"]?(?P<k>[\w.\-]{1,64}+)['\"]?[ \t]{0,8}+\r?\n[ \t]{0,64}+value:[ \t]{0,8}+"
+            r"(?P<q>['\"]?)(?P<s>[^'\"\s#][^'\"\s]{0,255}+)(?P=q)[ \t]{0,8}+(?=\r?\n|\Z)",
+            r"\"[Nn]ame\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
+            r"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\s]{1,256}+)\"",
             check=lambda m, secret: (
                 sensitive_key(m.group("k"))
                 and assignment_value_ok(
@@ -1401,6 +1423,9 @@ RULES: tuple[Rule, ...] = (
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
             r"\"[ \t]{1,8}value[ \t]{0,4}=",
             r"\((?<=define\()",
+            r"\n[ \t]{0,64}value:",
+            '"value"',
+            '"Value"',
         ),
     ),
     Rule(

@@ -387,6 +387,23 @@ TRUE_POSITIVES = [
         k,
     ),
     ("kubernetes_secret", "kind: Secret\nstringData:\n  config.yaml: " + (k := rnd(20) + "7") + "\n", k),
+    # An environment entry as Kubernetes, Compose and ECS write it; a client's basic-auth pair; a PuTTY key file.
+    ("sensitive_config_value", 'env:\n  - name: DB_PASSWORD\n    value: "' + (k := rnd(14) + "7") + '"\n', k),
+    ("sensitive_config_value", '[{"name": "API_TOKEN", "value": "' + (k := rnd(24) + "7") + '"}]', k),
+    ("basic_auth", 'requests.get(url, auth=("admin", "' + (k := rnd(14) + "7") + '"))', k),
+    ("basic_auth", "HTTPBasicAuth('deploy', '" + (k := rnd(14) + "7") + "')", k),
+    (
+        "putty_private_key",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\n"
+        + rnd(64, B64)
+        + "\n"
+        + rnd(12, B64)
+        + "\nPrivate-Lines: 2\n"
+        + (k := rnd(64, B64) + "\n" + rnd(20, B64) + "7")
+        + "\nPrivate-MAC: "
+        + rnd(64, HEX),
+        k,
+    ),
 ]
 
 # (rule that must NOT fire, text)
@@ -662,6 +679,14 @@ FALSE_POSITIVES = [
         "kind: Secret\ndata:\n  a: ''\n  b: {{ .Values.b | b64enc }}\n  c: YmFyCg==\nstringData:\n"
         "  d: ENC[AES256_GCM,data:O+5l4g==,iv:c/dS4BCB,type:str]\n  e: ${DB_PASSWORD}\n",
     ),
+    # Settings that are no credential, values from elsewhere, and pairs that name a variable or a placeholder.
+    (
+        "sensitive_config_value",
+        "- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD\n  value: ${DB_PASSWORD}\n- name: API_TOKEN\n"
+        "  valueFrom:\n    secretKeyRef: {name: api, key: token}\n- name: DB_PASS\n  value: {{ .Values.db }}\n",
+    ),
+    ("basic_auth", 'auth=(username, password); auth=("user", "password"); BasicAuth("user", "")'),
+    ("putty_private_key", "PuTTY-User-Key-File-2: ssh-rsa\nPublic-Lines: 1\nAAAAB3NzaC1yc2E\nPrivate-Lines: 1\n"),
 ]
 
 
