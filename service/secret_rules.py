@@ -857,10 +857,10 @@ RULES: tuple[Rule, ...] = (
         "private_key_base64",
         _regex(
             r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,65536}+={0,2}+",
-            r"(?<![A-Za-z0-9+/])M[HI][A-Za-z0-9+/]{100,65536}+={0,2}+(?![A-Za-z0-9+/=])",  # DER, no PEM armour
+            r"(?<![A-Za-z0-9+/])(?:MI[IGH]|MHc)[A-Za-z0-9+/]{100,65536}+={0,2}+(?![A-Za-z0-9+/=])",  # DER, no armour
             check=lambda m, s: _der_private_key(s) if s.startswith("M") else _pem_base64_check(m, s),
         ),
-        anchors=("LS0tLS1CRUdJTi", "MI[IG]", "MHcCAQ"),
+        anchors=("LS0tLS1CRUdJTi", "MI[IGH]", "MHc"),
     ),
     Rule(
         "aws_access_key",
@@ -1207,7 +1207,7 @@ RULES: tuple[Rule, ...] = (
             _L + r"fo1_[A-Za-z0-9_\-]{43}" + _RD,  # Fly.io
             _L + r"fm(?:1[ar]|2)_[A-Za-z0-9+/]{100,8192}+={0,3}+",  # Fly.io macaroon (after "FlyV1 ")
             _L + r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}" + _RD,  # 1Password
-            r"(?i:https?://claude\.ai/code/)session_[A-Za-z0-9]{20,64}+" + _R,  # a Claude Code session link
+            r"(?i:https?://claude\.ai)/code/session_[A-Za-z0-9]{20,64}+" + _R,  # a Claude Code session link
             _L + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _R,  # 42 Intra client secret
             _L + r"rnd_[A-Za-z0-9]{32}" + _R,  # Render
             _L + r"CFPAT-[A-Za-z0-9_\-]{43}" + _RD,  # Contentful
@@ -1322,7 +1322,7 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s_pw>[^'\"\n]{1,256}+)(?P=pq)",
             check=_basic_check,
         ),
-        anchors=(r"\((?<=auth=\()", r"\((?<=auth \= \()", r"Auth\("),
+        anchors=(r"=[ \t]{0,4}\(", r"Auth\("),
         keywords=("authorization",),
     ),
     Rule(

@@ -392,6 +392,8 @@ TRUE_POSITIVES = [
     ("sensitive_config_value", '[{"name": "API_TOKEN", "value": "' + (k := rnd(24) + "7") + '"}]', k),
     ("basic_auth", 'requests.get(url, auth=("admin", "' + (k := rnd(14) + "7") + '"))', k),
     ("basic_auth", "HTTPBasicAuth('deploy', '" + (k := rnd(14) + "7") + "')", k),
+    ("basic_auth", 'httpx.get(url, auth =("admin", "' + (k := rnd(14) + "7") + '"))', k),
+    ("private_key_base64", (k := "MIHcAgEBBEI" + rnd(200, B64)), k),  # SEC 1, P-521
     (
         "putty_private_key",
         "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\n"
