@@ -794,6 +794,36 @@ def _query_key(text: str, kw_start: int) -> bool:
     return i > 0 and text[i - 1] in "?&"
 
 
+_PASSWORD_WORD = r"(?i:\b(?:pass(?:word|wd|code|phrase)|pwd)\b)"
+# "is", "was", "is now", ... then maybe a colon: how prose hands a value to the password it names. A bare colon
+# counts only after what the password is for ("password for the db: ..."); "password: value" is an assignment.
+_PROSE_VERB = r"[ \t]{1,4}+(?i:is|was|is now|is still|will be|changed to|set to|reset to)(?=[ \t:]):?"
+# What a value in prose that merely describes a password holds: an algorithm or encoding (SHA256-hashed, md5,
+# utf-8), or a word after a dash (2FA-protected).
+_PROSE_DESCRIPTION = re.compile(
+    r"(?i:sha-?\d|md5|bcrypt|argon2|pbkdf2|scrypt|base64|utf-?8|aes-?\d|rsa-?\d|x509|oauth|http|ssl|tls|2fa|mfa|"
+    r"otp|\d+(?:st|nd|rd|th|char|chars|characters|digits?|letters?|bytes?|bits?|days?|hours?|minutes?)\b)|-[a-z]{4,}"
+)
+
+
+_VERSION = re.compile(r"[vV]?\d{1,32}(?:\.\d{1,32}){1,32}")
+
+
+def _prose_value(secret: str) -> bool:
+    """A password as prose gives it: six characters or more mixing letters with digits, or (eight or more)
+    both cases with a symbol; not a word, a placeholder, an e-mail address, a URL, a version or a description."""
+    v = secret.rstrip(".,;:!?)]}'\"")
+    if len(v) < 6 or is_placeholder(v) or low_entropy(v) or _PROSE_DESCRIPTION.search(v):
+        return False
+    if _URL.match(v) or _VERSION.fullmatch(v) or ("@" in v and "." in v.partition("@")[2]):
+        return False
+    letters = any(c.isalpha() for c in v)
+    if letters and any(c.isdigit() for c in v):
+        return True
+    symbol = any(not c.isalnum() for c in v)
+    return len(v) >= 8 and symbol and any(c.isupper() for c in v) and any(c.islower() for c in v)
+
+
 def _der_private_key(secret: str) -> bool:
     """Whether base64 ``secret`` opens like a DER private key: a SEQUENCE whose first element is the version
     INTEGER 0 followed by a modulus (PKCS#1) or an algorithm (PKCS#8), or version 1 and a key (SEC 1, EC).
@@ -1432,6 +1462,27 @@ RULES: tuple[Rule, ...] = (
         "sensitive_assignment",
         _find_assignments,
         keywords=_KEYWORD_TAILS,
+    ),
+    # A password told in prose, as tickets and chat transcripts tell it: "the password for the db is Xk9m...",
+    # "set the password to '...'", "use password ...". Only a value no word reads as counts (_prose_value).
+    Rule(
+        "prose_password",
+        _regex(
+            _PASSWORD_WORD
+            + r"(?:[ \t]{1,4}+(?i:for|of|on)(?:[ \t]{1,4}+[^\s:=]{1,64}+){1,3}?(?:[ \t]{0,4}+:|"
+            + _PROSE_VERB
+            + r")|"
+            + _PROSE_VERB
+            + r")[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])",
+            r"(?i:\b(?:set|change|changed|reset)[ \t]{1,4}+(?:(?:the|my|your|his|her|its|our|their)[ \t]{1,4}+)?)"
+            + _PASSWORD_WORD
+            + r"[ \t]{1,4}+(?i:to)[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])",
+            r"(?i:\b(?:use|using|with|enter|type)[ \t]{1,4}+(?:the[ \t]{1,4}+)?)"
+            + _PASSWORD_WORD
+            + r"[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])",
+            check=lambda _m, s: _prose_value(s),
+        ),
+        anchors=("assword", "ASSWORD", "passwd", "passcode", "passphrase", "PASSWD"),
     ),
 )
 

@@ -394,6 +394,11 @@ TRUE_POSITIVES = [
     ("basic_auth", "HTTPBasicAuth('deploy', '" + (k := rnd(14) + "7") + "')", k),
     ("basic_auth", 'httpx.get(url, auth =("admin", "' + (k := rnd(14) + "7") + '"))', k),
     ("private_key_base64", (k := "MIHcAgEBBEI" + rnd(200, B64)), k),  # SEC 1, P-521
+    # A password told in prose (a ticket, a chat transcript).
+    ("prose_password", "the password for the prod db is " + (k := rnd(12) + "7") + ".", k),
+    ("prose_password", "The password is: " + (k := rnd(10) + "7&x") + " (changed monthly)", k),
+    ("prose_password", "Please set the password to '" + (k := rnd(10) + "7") + "' before the demo", k),
+    ("prose_password", "use password " + (k := rnd(10) + "7") + " to log in", k),
     (
         "putty_private_key",
         "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\n"
@@ -689,6 +694,13 @@ FALSE_POSITIVES = [
     ),
     ("basic_auth", 'auth=(username, password); auth=("user", "password"); BasicAuth("user", "")'),
     ("putty_private_key", "PuTTY-User-Key-File-2: ssh-rsa\nPublic-Lines: 1\nAAAAB3NzaC1yc2E\nPrivate-Lines: 1\n"),
+    # Prose about passwords that gives none: rules, algorithms, versions, addresses, annotations.
+    (
+        "prose_password",
+        "The password is required. Your password must be at least 8 characters; the password was reset "
+        "yesterday. The password is SHA256-hashed and 2FA-protected; password is v1.2.3; password is "
+        "john@example.com; password: Optional[str] = None; my password is secret; use the password manager.",
+    ),
 ]
 
 
