@@ -794,7 +794,8 @@ def _query_key(text: str, kw_start: int) -> bool:
     return i > 0 and text[i - 1] in "?&"
 
 
-_PASSWORD_WORD = r"(?i:\b(?:pass(?:word|wd|code|phrase)|pwd)\b)"
+# Written as prose writes it (password, Password, PASSWORD), so that the rule's anchors cover every casing it takes.
+_PASSWORD_WORD = r"\b(?:[Pp]ass(?:word|wd|code|phrase)|[Pp]?ASS(?:WORD|WD|CODE|PHRASE))\b"
 # "is", "was", "is now", ... then maybe a colon: how prose hands a value to the password it names. A bare colon
 # counts only after what the password is for ("password for the db: ..."); "password: value" is an assignment.
 _PROSE_VERB = r"[ \t]{1,4}+(?i:is|was|is now|is still|will be|changed to|set to|reset to)(?=[ \t:]):?"
@@ -1482,7 +1483,7 @@ RULES: tuple[Rule, ...] = (
             + r"[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])",
             check=lambda _m, s: _prose_value(s),
         ),
-        anchors=("assword", "ASSWORD", "passwd", "passcode", "passphrase", "PASSWD"),
+        anchors=("assword", "asswd", "asscode", "assphrase", "ASSWORD", "ASSWD", "ASSCODE", "ASSPHRASE"),
     ),
 )
 
