@@ -209,14 +209,10 @@ def ingest_file(
         return batch.finish()
 
 
-# A .jsonl object is a document when it holds a text and nothing but a document's fields; any other object
-# (one with a "text" among other fields included) is a record, every field kept as it is.
-_DOC_FIELDS = frozenset({"text", "tags", "payload"})
-
-
 def document_shaped(value: Any) -> bool:
-    """Whether a parsed .jsonl value is a document object: a text, and no field but tags and payload."""
-    return isinstance(value, Mapping) and "text" in value and set(value) <= _DOC_FIELDS
+    """Whether a parsed .jsonl value is a document object: one with a "text" (its other fields become the item's
+    payload, so a corpus row such as {"_id", "title", "text"} is a searchable text item)."""
+    return isinstance(value, Mapping) and "text" in value
 
 
 def ingest_traces(

@@ -174,15 +174,15 @@ def test_text_file_one_item_per_non_blank_line_with_line_numbers(store, tmp_path
 def test_jsonl_mixes_docs_and_records_and_reports_bad_lines(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     f = tmp_path / "mixed.jsonl"
     f.write_text(
-        '"plain"\n{"text": "doc", "tags": ["t"], "payload": {"lang": "en"}}\n{broken\n{"k": 1}\n\n[1, 2]\n{"text": 5}\n'
-        '{"text": "labelled", "label": "spam"}\n'
+        '"plain"\n{"text": "doc", "lang": "en"}\n{broken\n{"k": 1}\n\n[1, 2]\n{"text": 5}\n'
+        '{"text": "tagged", "tags": ["t"], "payload": {"p": 1}}\n'
     )
     r = ingest_file(store, f)
     kinds = [(store.get(i).kind, store.get(i).provenance["position"]) for i in r]
-    assert kinds == [("text", 1), ("text", 2), ("record", 4), ("record", 6), ("record", 8)]
-    assert store.get(r[1]).payload == {"lang": "en"} and store.get(r[1]).tags == ["t"]
-    # A document holds a text and only a document's fields (tags, payload); any other object is a record.
-    assert store.get(r[4]).payload == {"text": "labelled", "label": "spam"}
+    assert kinds == [("text", 1), ("text", 2), ("record", 4), ("record", 6), ("text", 8)]
+    # An object with a text is a text item; its other fields are its payload (a corpus row stays searchable).
+    assert store.get(r[1]).payload == {"lang": "en"}
+    assert store.get(r[4]).payload == {"p": 1} and store.get(r[4]).tags == ["t"]
     assert [(x["line"], x["source"]) for x in r.failed] == [(3, str(f.resolve())), (7, str(f.resolve()))]
     assert "invalid JSON" in r.failed[0]["reason"]
 
