@@ -807,6 +807,16 @@ _PROSE_DESCRIPTION = re.compile(
 )
 
 
+def _prose_token(secret: str) -> bool:
+    """A key as prose gives it: sixteen characters or more mixing letters with two digits or more; not a
+    placeholder, a filler, a URL, a path, an attribute or environment variable's name, a version or a description."""
+    if is_placeholder(secret) or low_entropy(secret) or _PROSE_DESCRIPTION.search(secret) or _URL.match(secret):
+        return False
+    if _PATH.match(secret) or _DOTTED.fullmatch(secret) or _ENV_NAME.fullmatch(secret) or _VERSION.fullmatch(secret):
+        return False
+    return any(c.isalpha() for c in secret) and sum(c.isdigit() for c in secret) >= 2
+
+
 _VERSION = re.compile(r"[vV]?\d{1,32}(?:\.\d{1,32}){1,32}")
 
 
@@ -1485,12 +1495,27 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=("assword", "asswd", "asscode", "assphrase", "ASSWORD", "ASSWD", "ASSCODE", "ASSPHRASE"),
     ),
+    # An API key told in prose: "your API key is 3f8e...", "the API key for staging: ...". Only a long value mixing
+    # letters and digits counts (_prose_token); the casings taken are the ones the anchors cover.
+    Rule(
+        "prose_api_key",
+        _regex(
+            r"\b(?:[Aa]pi key|API (?:key|Key|KEY))\b"
+            + r"(?:[ \t]{1,4}+(?i:for|of|on)(?:[ \t]{1,4}+[^\s:=]{1,64}+){1,3}?(?:[ \t]{0,4}+:|"
+            + _PROSE_VERB
+            + r")|"
+            + _PROSE_VERB
+            + r")[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{15,255}[^\s'\"`.,;:?)\]}])",
+            check=lambda _m, s: _prose_token(s),
+        ),
+        anchors=("pi key", "PI key", "PI Key", "PI KEY"),
+    ),
 )
 
 # The union of every rule's anchors, and of every rule's keywords (searched in the reversed text).
 # A plain lowercase word as an anchor (Databricks' "dapi") would stop the combined search at every such letter of
 # prose; a substring test finds it at C speed instead.
-_LITERAL_ANCHOR = re.compile(r"[a-z][a-z0-9_]{2,31}")
+_LITERAL_ANCHOR = re.compile(r"[a-z][a-z0-9_ ]{2,31}")
 _ANY_LITERAL = tuple(a for rule in RULES for a in rule.anchors if _LITERAL_ANCHOR.fullmatch(a))
 
 

@@ -411,6 +411,9 @@ TRUE_POSITIVES = [
         + rnd(64, HEX),
         k,
     ),
+    # An API key told in prose.
+    ("prose_api_key", "Your API key is " + (k := rnd(30, HEX) + "7a") + ".", k),
+    ("prose_api_key", "the api key for staging: " + (k := rnd(20) + "42"), k),
 ]
 
 # (rule that must NOT fire, text)
@@ -700,6 +703,11 @@ FALSE_POSITIVES = [
         "The password is required. Your password must be at least 8 characters; the password was reset "
         "yesterday. The password is SHA256-hashed and 2FA-protected; password is v1.2.3; password is "
         "john@example.com; password: Optional[str] = None; my password is secret; use the password manager.",
+    ),
+    (
+        "prose_api_key",
+        "The API key is stored in API_KEY_2; the API key is valid for 30 days; API key is <your-api-key-123456789>;"
+        " the api key was rotated on 2024-01-01; the API Key is xxxxxxxxxxxxxxxxxxxx12; the api key is short1",
     ),
 ]
 
