@@ -807,32 +807,38 @@ _PROSE_DESCRIPTION = re.compile(
 )
 
 
-def _prose_token(secret: str) -> bool:
-    """A key as prose gives it: sixteen characters or more mixing letters with two digits or more; not a
-    placeholder, a filler, a URL, a path, an attribute or environment variable's name, a version or a description."""
-    if is_placeholder(secret) or low_entropy(secret) or _PROSE_DESCRIPTION.search(secret) or _URL.match(secret):
-        return False
-    if _PATH.match(secret) or _DOTTED.fullmatch(secret) or _ENV_NAME.fullmatch(secret) or _VERSION.fullmatch(secret):
-        return False
-    return any(c.isalpha() for c in secret) and sum(c.isdigit() for c in secret) >= 2
-
-
 _VERSION = re.compile(r"[vV]?\d{1,32}(?:\.\d{1,32}){1,32}")
 
 
+def _prose_describes(value: str) -> bool:
+    """A value prose gives that is no credential: a placeholder, a filler, a description (SHA256-hashed), a URL,
+    a path, an attribute or environment variable's name, a version, or an e-mail address."""
+    return bool(
+        is_placeholder(value)
+        or low_entropy(value)
+        or _PROSE_DESCRIPTION.search(value)
+        or _URL.match(value)
+        or _PATH.match(value)
+        or _DOTTED.fullmatch(value)
+        or _ENV_NAME.fullmatch(value)
+        or _VERSION.fullmatch(value)
+        or ("@" in value and "." in value.partition("@")[2])
+    )
+
+
+def _prose_token(secret: str) -> bool:
+    """A key as prose gives it: letters with two digits or more (the pattern takes sixteen characters or more)."""
+    return not _prose_describes(secret) and any(c.isalpha() for c in secret) and sum(c.isdigit() for c in secret) >= 2
+
+
 def _prose_value(secret: str) -> bool:
-    """A password as prose gives it: six characters or more mixing letters with digits, or (eight or more)
-    both cases with a symbol; not a word, a placeholder, an e-mail address, a URL, a version or a description."""
-    v = secret.rstrip(".,;:!?)]}'\"")
-    if len(v) < 6 or is_placeholder(v) or low_entropy(v) or _PROSE_DESCRIPTION.search(v):
+    """A password as prose gives it: letters with digits, or (eight characters or more) both cases with a symbol."""
+    if _prose_describes(secret):
         return False
-    if _URL.match(v) or _VERSION.fullmatch(v) or ("@" in v and "." in v.partition("@")[2]):
-        return False
-    letters = any(c.isalpha() for c in v)
-    if letters and any(c.isdigit() for c in v):
+    if any(c.isalpha() for c in secret) and any(c.isdigit() for c in secret):
         return True
-    symbol = any(not c.isalnum() for c in v)
-    return len(v) >= 8 and symbol and any(c.isupper() for c in v) and any(c.islower() for c in v)
+    symbol = any(not c.isalnum() for c in secret)
+    return len(secret) >= 8 and symbol and any(c.isupper() for c in secret) and any(c.islower() for c in secret)
 
 
 def _der_private_key(secret: str) -> bool:
