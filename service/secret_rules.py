@@ -856,6 +856,97 @@ def _der_private_key(secret: str) -> bool:
     return head[:3] == b"\x02\x01\x00" and head[3:] in (b"\x02", b"\x30") or head == b"\x02\x01\x01\x04"
 
 
+# Comma-separated rows as CSV writers write them, no space after a comma (code has one). A cell: quoted (no quote or
+# line break inside) or bare (no comma or quote, neither opening nor closing with a space).
+_CSV_CELL = re.compile(r'"(?P<q>[^"\r\n]{0,256}+)"|(?P<u>(?:[^,"\s][^,"\r\n]{0,254}+)?(?<![ \t]))')
+_CSV_HEADER_CELL = re.compile(r"[A-Za-z][\w.\-/]{0,63}(?: [\w.\-/]{1,63}){0,3}")
+_CSV_MAX_ROWS = 10_000
+# A cell whose name ends like a credential key's (_KEYWORD_TAILS), then the comma or line break that closes it.
+_CSV_TAILS = "(?i:" + "|".join(_KEYWORD_TAILS) + ")"
+_CSV_KEY_CELL = re.compile(_CSV_TAILS + r"\"?(?:,|\r?\n)")
+
+
+def _csv_cells(text: str, start: int) -> tuple[list[tuple[str, int, int]], int] | None:
+    """The cells (value, start, end) of the comma-separated line at ``start`` and where it ends; None when the line
+    holds no comma or something no CSV row has (a quote inside a bare cell)."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    stop = end - 1 if end > start and text[end - 1] == "\r" else end
+    cells, pos = [], start
+    while True:
+        m = _CSV_CELL.match(text, pos, stop)
+        if m is None:
+            return None
+        v_start, v_end = m.span("q" if m.start("q") >= 0 else "u")
+        cells.append((text[v_start:v_end], v_start, v_end))
+        pos = m.end()
+        if pos == stop:
+            break
+        if text[pos] != ",":
+            return None
+        pos += 1
+    return (cells, end) if len(cells) >= 2 else None
+
+
+def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
+    """Whether ``value`` in a cell named ``key`` (by its row, or by its ``column``'s header) is a credential: a
+    password (under a password column header, a plain word too), or a token of sixteen characters or more with a
+    random token's mix; words, numbers, identifiers and placeholders are not."""
+    key = key.replace(" ", "_")
+    if not sensitive_key(key) or _CRED_KEY.search(key) is not None:
+        return False
+    if _PASSWORD_KEY.search(key) is not None:
+        return assignment_value_ok(value, quoted=column, sep=":", password=True, key=key)
+    return (
+        len(value) >= 16
+        and assignment_value_ok(value, quoted=False, sep=":", key=key)
+        and (_prose_token(value) or _cased(value) or _UUID.fullmatch(value) is not None)
+    )
+
+
+def _csv_tail_behind(end: str) -> str:
+    """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), maybe a closing quote (and a CR before a line
+    feed), then ``end``": one per width, as a lookbehind's alternatives must all have one width."""
+    closers = ("", '"', "\r", '"\r') if end == "\n" else ("", '"')
+    by_width: dict[int, list[str]] = {}
+    for tail in _KEYWORD_TAILS:
+        for closer in closers:
+            by_width.setdefault(len(tail) + len(closer), []).append(re.escape(tail + closer))
+    return "|".join(f"(?<=(?i:{'|'.join(alts)}){re.escape(end)})" for alts in by_width.values())
+
+
+def _find_csv_values(text: str) -> Iterator[Span]:
+    """Credentials in comma-separated rows: a ``name,value`` row (``db_password,Xk9mP2vL8q,``), and the cells under
+    a header naming a credential column (AWS's credentials.csv: ``User name,Password,Access key ID,...``)."""
+    pos = 0
+    while (m := _CSV_KEY_CELL.search(text, pos)) is not None:
+        start = text.rfind("\n", 0, m.start()) + 1
+        parsed = _csv_cells(text, start)
+        if parsed is None:
+            pos = m.end()
+            continue
+        cells, end = parsed
+        pos = end + 1
+        if all(_CSV_HEADER_CELL.fullmatch(v) for v, _, _ in cells):
+            columns = [i for i, (v, _, _) in enumerate(cells) if sensitive_key(v.replace(" ", "_"))]
+            row_start, rows = end + 1, 0
+            while columns and row_start < len(text) and rows < _CSV_MAX_ROWS:
+                row = _csv_cells(text, row_start)
+                if row is None or len(row[0]) != len(cells):
+                    break
+                for i in columns:
+                    value, v_start, v_end = row[0][i]
+                    if _csv_secret(cells[i][0], value, column=True):
+                        yield v_start, v_end
+                row_start, rows = row[1] + 1, rows + 1
+            if rows:
+                pos = row_start
+                continue
+        (key, _, _), (value, v_start, v_end) = cells[0], cells[1]
+        if _CSV_HEADER_CELL.fullmatch(key) and _csv_secret(key, value):
+            yield v_start, v_end
+
+
 _JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+")
 
 
@@ -1479,6 +1570,11 @@ RULES: tuple[Rule, ...] = (
         "sensitive_assignment",
         _find_assignments,
         keywords=_KEYWORD_TAILS,
+    ),
+    Rule(
+        "csv_credential",
+        _find_csv_values,
+        anchors=(",(?:" + _csv_tail_behind(",") + ")", "\n(?:" + _csv_tail_behind("\n") + ")"),
     ),
     # A password told in prose, as tickets and chat transcripts tell it: "the password for the db is Xk9m...",
     # "set the password to '...'", "use password ...". Only a value no word reads as counts (_prose_value).

@@ -414,6 +414,21 @@ TRUE_POSITIVES = [
     # An API key told in prose.
     ("prose_api_key", "Your API key is " + (k := rnd(30, HEX) + "7a") + ".", k),
     ("prose_api_key", "the api key for staging: " + (k := rnd(20) + "42"), k),
+    # Comma-separated rows: a name,value row, and a column under a header naming a credential (credentials.csv).
+    ("csv_credential", "name,value\nlog_level,debug\ndb_password," + (k := rnd(12) + "7") + "\n", k),
+    ("csv_credential", "api_token," + (k := rnd(32, HEX)) + ",\n", k),
+    (
+        "csv_credential",
+        "User name,Password,Access key ID,Secret access key,Console login link\nci-bot,"
+        + (k := rnd(10) + "#4")
+        + ",AKIA"
+        + rnd(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        + ","
+        + rnd(40, B64)
+        + ",https://123456789012.signin.aws.amazon.com/console\n",
+        k,
+    ),
+    ("csv_credential", '"username","password"\r\n"alice","' + (k := rnd(9) + "!") + '"\r\n', k),
 ]
 
 # (rule that must NOT fire, text)
@@ -709,6 +724,16 @@ FALSE_POSITIVES = [
         "The API key is stored in API_KEY_2; the API key is valid for 30 days; API key is <your-api-key-123456789>;"
         " the api key was rotated on 2024-01-01; the API Key is xxxxxxxxxxxxxxxxxxxx12; the api key is short1",
     ),
+    # Comma-separated text that holds no credential: tokens of a text, a schema, code, hashes and placeholders.
+    ("csv_credential", "id,token,pos\n1,couldn't,VERB\n2,Running,VERB\n3,COVID19,NOUN\n4,v2beta1,X\n"),
+    ("csv_credential", "field,type,required\npassword,string,yes\ntoken,string,no\napi_key,str,\n"),
+    ("csv_credential", "secret = bytes(password, self.encoding)\nquote(passwd,safe='')\nf(token,value)\n"),
+    (
+        "csv_credential",
+        "user,password\nalice,$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW\nbob,changeme\n"
+        "carol,********\ndave,<password>\n",
+    ),
+    ("csv_credential", "Forgot the password,reset\nHello,world\ntoken,count\nthe,1204\n"),
 ]
 
 
