@@ -1091,6 +1091,15 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=("/webhooks/",),
     ),
+    # A Zapier catch hook: whoever has the URL can start the Zap. Ids typed in sequence (123456/abcdef) are samples.
+    Rule(
+        "zapier_webhook",
+        _regex(
+            r"(?:https?://)?(?<![\w.\-])hooks\.zapier\.com/hooks/catch/(?P<s>[0-9]{4,12}+/[A-Za-z0-9]{5,64}+)" + _R,
+            check=lambda _m, s: all(_ascending_run(part) < 5 for part in s.split("/")),
+        ),
+        anchors=(r"\.(?<=hooks\.)zapier\.com/",),
+    ),
     Rule(
         "discord_bot_token",
         _regex(_L + r"[MNO][A-Za-z0-9_\-]{23,27}+\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}+" + _RD),
@@ -1378,6 +1387,9 @@ RULES: tuple[Rule, ...] = (
             _L + r"t1\.[A-Za-z0-9_\-]{8,200}+={0,2}+\.[A-Za-z0-9_\-]{86}={0,2}+",  # Yandex Cloud IAM token
             # Plaid access token: access-<environment>-<uuid>
             _L + r"access-(?:sandbox|development|production)-" + _UUID.pattern + _R,
+            _L + r"tskey-(?:auth|client|api|webhook|scim)-[A-Za-z0-9]{6,32}+-[A-Za-z0-9]{16,64}+" + _R,  # Tailscale
+            _L + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _R,  # LangSmith
+            r"(?<![\w.\-])v1\.0-[a-f0-9]{24}-[a-f0-9]{100,200}+" + _R,  # Cloudflare Origin CA key
             check=_random,
         ),
         anchors=(
@@ -1426,6 +1438,9 @@ RULES: tuple[Rule, ...] = (
             "AQVN",
             r"\.(?<=t1\.)",
             r"-(?<=access-)(?:sandbox|development|production)-",
+            r"-(?<=tskey-)",
+            r"_(?<=lsv2_)",
+            r"-(?<=v1\.0-)",
         ),
     ),
     # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
@@ -1523,6 +1538,31 @@ RULES: tuple[Rule, ...] = (
             r"-p(?<=[ \t]-p)",
             r"-a(?<=[ \t]-a)",
         ),
+    ),
+    # A PostgreSQL password file (.pgpass) line, hostname:port:database:username:password: the rest of the line.
+    Rule(
+        "pgpass_password",
+        _regex(
+            r"(?m)^[ \t]{0,8}+(?P<host>\*|[A-Za-z0-9][A-Za-z0-9.\-]{0,252}+):(?:[0-9]{1,5}|\*):[\w.\-*]{1,63}+:"
+            r"(?P<login>[\w.\-*@]{1,63}+):(?P<s>[^\s:][^\r\n]{0,254}[^\s])[ \t]{0,8}+\r?$",
+            check=lambda m, secret: (
+                (m.group("host") == "*" or any(c.isalpha() or c == "." for c in m.group("host")))
+                and _prose_value(secret)
+                and assignment_value_ok(secret, quoted=True, password=True)
+            ),
+        ),
+        anchors=(r":(?<=[0-9*]:)",),
+    ),
+    # A session cookie in a Cookie / Set-Cookie header: whoever holds it is logged in. The header's casings are the
+    # anchors' (Cookie, cookie, COOKIE).
+    Rule(
+        "session_cookie",
+        _regex(
+            r"(?<![\w-])(?:(?:[Ss]et|SET)-)?(?:[Cc]ookie|COOKIE)[ \t]{0,8}+:[^\r\n]{0,1024}?(?<![\w.\-])"
+            r"[\w.\-]{0,32}(?i:sess(?:ion)?(?:[_\-]?id)?|sid)=(?P<s>[^;,\s\"']{16,1024}+)",
+            check=_random,
+        ),
+        anchors=("ookie", "OOKIE"),
     ),
     # A .netrc / _netrc entry (curl, git, ftp): "machine HOST login USER password VALUE", on one line or several.
     Rule(
