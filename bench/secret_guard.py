@@ -201,13 +201,20 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:
         "",
         "The reference path is `service.security._reference_scan()`: every rule's regex on every string, and "
         "`item.copy()` before the walk. The fast path searches one combined regex of every rule's declared anchors "
-        "(and the assignment keywords, in the reversed text) and runs only the rules whose anchors occur; "
-        "`guard_item` copies the item in the same pass that masks it. Equivalence is tested in "
+        "(and the assignment keywords, in the reversed text) and runs only the rules whose anchors occur, each "
+        "rule's anchors tried only where the combined regex matched; the assignment rule matches only just before "
+        "the keyword-and-glue spots the reversed search found. `guard_item` copies the item in the same pass that "
+        "masks it. Equivalence is tested in "
         "`tests/unit/test_security_speed_equivalence.py` (hypothesis, against the reference path).",
         "",
         "Before the prefilter (the guard as of commit 462d86b, loaded beside the new one, same inputs, best of 3, "
         "one-off run on 2026-11-29): `guard_item` 152.8 us clean / 535.3 us with secrets, `detect_secrets` 102.0 us "
         "/ 286.2 us per text; the fast path agreed with that code on every input too.",
+        "",
+        "Before anchors were tried at their spots (commit 3e17318, one-off run on 2026-11-30): 13.8 us clean / "
+        "270.2 us with secrets for `guard_item`, 5.5 us / 183.9 us for `detect_secrets`. On 8,248 texts (the "
+        "gitleaks-derived corpus and 2,500 files of installed packages, up to 30 kB each) `detect_secrets` took "
+        "6.5 s instead of 9.0 s, with identical findings.",
         END,
     ]
     return "\n".join(lines)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import security
+from service import secret_rules, security
 from service.items import SubstrateItem
 from service.secret_rules import _KEY_TAIL, _NOT_SECRET_KEY, RULES, keyword_pattern, sensitive_key, triggered
 from service.security import (
@@ -396,3 +396,82 @@ def test_guard_view_returns_the_item_itself_only_when_clean() -> None:
         security.guard_view(leaky, "reject")
     with pytest.raises(ValueError):
         security.guard_view(clean, "ignore")
+
+
+def _searched_assignments(text: str) -> list[tuple[int, int]]:
+    """sensitive_assignment as a plain search of the whole text: what _find_assignments must equal."""
+    out, pos = [], 0
+    while (m := secret_rules._ASSIGNMENT_RX.search(text, pos)) is not None:
+        group = next(g for g in secret_rules._VALUE_GROUPS if m.start(g) >= 0)
+        start, end = m.span(group)
+        if group == "s_uq" and secret_rules._query_key(text, m.start("kw")):
+            cut = secret_rules._QUERY_END.search(text, start, end)
+            if cut is not None:
+                end = cut.start()
+        pos = max(end, m.start() + 1)
+        secret = text[start:end]
+        if end > start and not secret_rules.is_placeholder(secret) and secret_rules._assignment_check(m, secret):
+            out.append((start, end))
+    return out
+
+
+ASSIGNMENT_BITS = [
+    *WORDS[:7],
+    "encryption_key",
+    "postgrespass",
+    "sshpass",
+    "passphrase",
+    "apikey",
+    "creds",
+    "credentials",
+    "client-key",
+    "_2",
+    "_value",
+    "-b64",
+    " string",
+    "var ",
+    "=>",
+    ":=",
+    "::=",
+    ":::=",
+    "?=",
+    "+=",
+    ".=",
+    "]",
+    "?api_key=",
+    "&",
+    "|\n  ",
+]
+assignment_texts = st.lists(
+    st.one_of(_piece(), st.sampled_from(ODD), st.sampled_from(ASSIGNMENT_BITS), st.text(max_size=12)), max_size=12
+).map("".join)
+
+
+@pytest.mark.parametrize("text", EXAMPLES)
+def test_assignments_found_near_keyword_tails_are_those_of_a_full_search_on_the_examples(text: str) -> None:
+    for variant in (text, text.upper(), text.lower(), text + " " + text, text[::2]):
+        assert list(secret_rules._find_assignments(variant)) == _searched_assignments(variant)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(assignment_texts)
+def test_assignments_found_near_keyword_tails_are_those_of_a_full_search(text: str) -> None:
+    assert list(secret_rules._find_assignments(text)) == _searched_assignments(text)
+
+
+def _triggered_by_search(text: str) -> list[int]:
+    return [i for i, rule in enumerate(RULES) if rule.anchored(text)]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, assignment_texts, st.lists(texts, min_size=2, max_size=6).map("\n".join)))
+def test_triggered_finds_the_rules_each_rule_s_own_anchor_search_finds(text: str) -> None:
+    assert [i for i, _ in triggered(text)] == _triggered_by_search(text)
+
+
+@pytest.mark.parametrize("copies", [1, 3, 9, 20])
+def test_triggered_is_exact_with_few_and_with_many_anchor_positions(copies: int) -> None:
+    # Past secret_rules._SPOTS places where some anchor matches, every rule searches the text itself.
+    for text in EXAMPLES:
+        many = " ".join([text] * copies)
+        assert [i for i, _ in triggered(many)] == _triggered_by_search(many)
