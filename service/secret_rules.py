@@ -408,12 +408,34 @@ class Rule:
         return False
 
 
+# False within security._reference_scan(): every find scans the whole text (no required-literal test, and
+# sensitive_assignment searches everywhere rather than next to the keyword spots), so the equivalence tests check
+# those shortcuts too.
+fast_finds = True
+
+
+def _required_literal(pattern: str, flags: int) -> str | None:
+    """The longest run of literal characters at the top level of ``pattern`` (every match holds it), if any: a text
+    without it is skipped by a substring test instead of a regex scan (most patterns open on a lookbehind, which
+    keeps ``re`` from using their literal prefix)."""
+    if flags & re.IGNORECASE:
+        return None
+    best, run = "", ""
+    for op, arg in _sre_parser.parse(pattern, flags):
+        run = run + chr(arg) if op is _sre_constants.LITERAL else ""
+        best = max(best, run, key=len)
+    return best if len(best) >= 2 else None
+
+
 def _regex(*patterns: str, flags: int = 0, check: Check | None = None) -> Callable[[str], Iterator[Span]]:
     compiled = [re.compile(p, flags) for p in patterns]
     secret_groups = [[g for g in rx.groupindex if g == "s" or g.startswith("s_")] for rx in compiled]
+    literals = [_required_literal(p, flags) for p in patterns]
 
     def find(text: str) -> Iterator[Span]:
-        for rx, groups in zip(compiled, secret_groups):
+        for rx, groups, literal in zip(compiled, secret_groups, literals):
+            if literal is not None and fast_finds and literal not in text:
+                continue
             for m in rx.finditer(text):
                 # The secret is the one named alternative that took part in the match (else the whole match).
                 start, end = next((m.span(g) for g in groups if m.start(g) >= 0), m.span())
@@ -794,6 +816,13 @@ _KEYWORD_LEAD = 16
 def _find_assignments(text: str) -> Iterator[Span]:
     """``key = value`` spans; in a URL query (``?api_key=v&page=2``) an unquoted value ends at the next parameter.
     The matches are those of ``_ASSIGNMENT_RX.search(text, pos)``, each search resuming after the last value."""
+    if not fast_finds:
+        pos = 0
+        while (m := _ASSIGNMENT_RX.search(text, pos)) is not None:
+            (v_start, v_end), pos = _assignment_value(m, text)
+            if _assignment_ok(m, text, v_start, v_end):
+                yield v_start, v_end
+        return
     n = len(text)
     tails = sorted(n - m.end() for m in _TAIL_GLUE_REVERSED.finditer(text[::-1]))
     pos = tried = 0  # no match starts in [pos, tried)
@@ -804,17 +833,27 @@ def _find_assignments(text: str) -> Iterator[Span]:
             if m is None:
                 start += 1
                 continue
-            group = next(g for g in _VALUE_GROUPS if m.start(g) >= 0)
-            v_start, v_end = m.span(group)
-            if group == "s_uq" and _query_key(text, m.start("kw")):
-                cut = _QUERY_END.search(text, v_start, v_end)
-                if cut is not None:
-                    v_end = cut.start()
-            start = pos = tried = max(v_end, m.start() + 1)
-            secret = text[v_start:v_end]
-            if v_end > v_start and not is_placeholder(secret) and _assignment_check(m, secret):
+            (v_start, v_end), pos = _assignment_value(m, text)
+            start = tried = pos
+            if _assignment_ok(m, text, v_start, v_end):
                 yield v_start, v_end
         tried = max(tried, tail + 1)
+
+
+def _assignment_value(m: re.Match[str], text: str) -> tuple[Span, int]:
+    """The value's span, and where the search for the next assignment resumes."""
+    group = next(g for g in _VALUE_GROUPS if m.start(g) >= 0)
+    start, end = m.span(group)
+    if group == "s_uq" and _query_key(text, m.start("kw")):
+        cut = _QUERY_END.search(text, start, end)
+        if cut is not None:
+            end = cut.start()
+    return (start, end), max(end, m.start() + 1)
+
+
+def _assignment_ok(m: re.Match[str], text: str, start: int, end: int) -> bool:
+    secret = text[start:end]
+    return end > start and not is_placeholder(secret) and _assignment_check(m, secret)
 
 
 def _query_key(text: str, kw_start: int) -> bool:
@@ -892,9 +931,23 @@ def _der_private_key(secret: str) -> bool:
 _CSV_CELL = re.compile(r'"(?P<q>[^"\r\n]{0,256}+)"|(?P<u>(?:[^,"\s][^,"\r\n]{0,254}+)?(?<![ \t]))')
 _CSV_HEADER_CELL = re.compile(r"[A-Za-z][\w.\-/]{0,63}(?: [\w.\-/]{1,63}){0,3}")
 _CSV_MAX_ROWS = 10_000
-# A cell whose name ends like a credential key's (_KEYWORD_TAILS), then the comma or line break that closes it.
-_CSV_TAILS = "(?i:" + "|".join(_KEYWORD_TAILS) + ")"
-_CSV_KEY_CELL = re.compile(_CSV_TAILS + r"\"?(?:,|\r?\n)")
+
+
+def _csv_tail_behind(end: str) -> str:
+    """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), maybe a closing quote (and a CR before a line
+    feed), then ``end``": one per width, as a lookbehind's alternatives must all have one width."""
+    closers = ("", '"', "\r", '"\r') if end == "\n" else ("", '"')
+    by_width: dict[int, list[str]] = {}
+    for tail in _KEYWORD_TAILS:
+        for closer in closers:
+            by_width.setdefault(len(tail) + len(closer), []).append(re.escape(tail + closer))
+    return "|".join(f"(?<=(?i:{'|'.join(alts)}){re.escape(end)})" for alts in by_width.values())
+
+
+# The comma or line break closing a cell whose name ends like a credential key's (_KEYWORD_TAILS): the rule's
+# anchors, and where its search stops (only at commas and line breaks).
+_CSV_ENDS = (",(?:" + _csv_tail_behind(",") + ")", "\n(?:" + _csv_tail_behind("\n") + ")")
+_CSV_KEY_CELL = re.compile("|".join(_CSV_ENDS))
 
 
 def _csv_cells(text: str, start: int) -> tuple[list[tuple[str, int, int]], int] | None:
@@ -933,17 +986,6 @@ def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
         and assignment_value_ok(value, quoted=False, sep=":", key=key)
         and (_prose_token(value) or _cased(value) or _UUID.fullmatch(value) is not None)
     )
-
-
-def _csv_tail_behind(end: str) -> str:
-    """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), maybe a closing quote (and a CR before a line
-    feed), then ``end``": one per width, as a lookbehind's alternatives must all have one width."""
-    closers = ("", '"', "\r", '"\r') if end == "\n" else ("", '"')
-    by_width: dict[int, list[str]] = {}
-    for tail in _KEYWORD_TAILS:
-        for closer in closers:
-            by_width.setdefault(len(tail) + len(closer), []).append(re.escape(tail + closer))
-    return "|".join(f"(?<=(?i:{'|'.join(alts)}){re.escape(end)})" for alts in by_width.values())
 
 
 def _find_csv_values(text: str) -> Iterator[Span]:
@@ -1645,7 +1687,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "csv_credential",
         _find_csv_values,
-        anchors=(",(?:" + _csv_tail_behind(",") + ")", "\n(?:" + _csv_tail_behind("\n") + ")"),
+        anchors=_CSV_ENDS,
     ),
     # A password told in prose, as tickets and chat transcripts tell it: "the password for the db is Xk9m...",
     # "set the password to '...'", "use password ...". Only a value no word reads as counts (_prose_value).

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from service import secret_rules
 from service.items import SubstrateItem
 from service.secret_rules import RULES, Rule, sensitive_pair, triggered
 from service.validation import InvalidArgument, require_count
@@ -125,10 +126,12 @@ def _reference_scan() -> Iterator[None]:
     """Within the block, scan and copy the reference way (every rule on every string): for equivalence tests."""
     global _reference
     saved, _reference = _reference, True
+    secret_rules.fast_finds = False
     try:
         yield
     finally:
         _reference = saved
+        secret_rules.fast_finds = not saved
 
 
 def _findings(text: str) -> list[SecretFinding]:

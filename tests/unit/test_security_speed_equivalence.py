@@ -399,20 +399,9 @@ def test_guard_view_returns_the_item_itself_only_when_clean() -> None:
 
 
 def _searched_assignments(text: str) -> list[tuple[int, int]]:
-    """sensitive_assignment as a plain search of the whole text: what _find_assignments must equal."""
-    out, pos = [], 0
-    while (m := secret_rules._ASSIGNMENT_RX.search(text, pos)) is not None:
-        group = next(g for g in secret_rules._VALUE_GROUPS if m.start(g) >= 0)
-        start, end = m.span(group)
-        if group == "s_uq" and secret_rules._query_key(text, m.start("kw")):
-            cut = secret_rules._QUERY_END.search(text, start, end)
-            if cut is not None:
-                end = cut.start()
-        pos = max(end, m.start() + 1)
-        secret = text[start:end]
-        if end > start and not secret_rules.is_placeholder(secret) and secret_rules._assignment_check(m, secret):
-            out.append((start, end))
-    return out
+    """sensitive_assignment as a plain search of the whole text (the reference path): what the fast find equals."""
+    with _reference_scan():
+        return list(secret_rules._find_assignments(text))
 
 
 ASSIGNMENT_BITS = [
