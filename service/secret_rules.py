@@ -172,7 +172,8 @@ _KEYWORD_TAILS = (
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
 _NOT_SECRET_KEY = re.compile(
-    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|public(?:[_.\-]?key)?)[_.\-]?token\Z",
+    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|authenticity|verification"
+    r"|public(?:[_.\-]?key)?)[_.\-]?token\Z",
     re.IGNORECASE,
 )
 
@@ -933,10 +934,9 @@ _CSV_HEADER_CELL = re.compile(r"[A-Za-z][\w.\-/]{0,63}(?: [\w.\-/]{1,63}){0,3}")
 _CSV_MAX_ROWS = 10_000
 
 
-def _csv_tail_behind(end: str) -> str:
-    """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), maybe a closing quote (and a CR before a line
-    feed), then ``end``": one per width, as a lookbehind's alternatives must all have one width."""
-    closers = ("", '"', "\r", '"\r') if end == "\n" else ("", '"')
+def _tail_behind(end: str, closers: tuple[str, ...]) -> str:
+    """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), one of ``closers`` (a quote, a CR), then ``end``":
+    one per width, as a lookbehind's alternatives must all have one width."""
     by_width: dict[int, list[str]] = {}
     for tail in _KEYWORD_TAILS:
         for closer in closers:
@@ -946,7 +946,7 @@ def _csv_tail_behind(end: str) -> str:
 
 # The comma or line break closing a cell whose name ends like a credential key's (_KEYWORD_TAILS): the rule's
 # anchors, and where its search stops (only at commas and line breaks).
-_CSV_ENDS = (",(?:" + _csv_tail_behind(",") + ")", "\n(?:" + _csv_tail_behind("\n") + ")")
+_CSV_ENDS = (",(?:" + _tail_behind(",", ("", '"')) + ")", "\n(?:" + _tail_behind("\n", ("", '"', "\r", '"\r')) + ")")
 _CSV_KEY_CELL = re.compile("|".join(_CSV_ENDS))
 
 
@@ -986,6 +986,60 @@ def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
         and assignment_value_ok(value, quoted=False, sep=":", key=key)
         and (_prose_token(value) or _cased(value) or _UUID.fullmatch(value) is not None)
     )
+
+
+# A credential-named key then one space and a quoted value, as Gradle, Groovy and Ruby DSLs write a setting
+# (storePassword 'v', password "v"): the opening quote after the key's tail is the anchor and the search's only stop.
+_DSL_SPOTS = ("'(?:" + _tail_behind("'", (" ", "\t")) + ")", '"(?:' + _tail_behind('"', (" ", "\t")) + ")")
+_DSL_SPOT = re.compile("|".join(_DSL_SPOTS))
+_DSL_VALUE = re.compile(r"(['\"])([^'\"\\\r\n]{1,256}+)\1")
+_DSL_VERBS = frozenset({"pass", "auth", "token"})
+_DSL_KEY = re.compile(r"(?:^|(?<=[\s{;(]))[A-Za-z_][\w.\-]{0,63}\Z")
+
+
+def _find_dsl_values(text: str) -> Iterator[Span]:
+    """``key 'value'`` where ``key`` names a credential: the value (a password may be a plain word)."""
+    for spot in _DSL_SPOT.finditer(text):
+        q = spot.start()
+        key_m = _DSL_KEY.search(text, max(0, q - 65), q - 1)
+        value_m = _DSL_VALUE.match(text, q)
+        if key_m is None or value_m is None:
+            continue
+        key, value = key_m.group(), value_m.group(2)
+        if key.lower() in _DSL_VERBS or _FILE_NAME.fullmatch(value):
+            continue  # only pass "py.exe", unexpected token 'EOF': prose and messages, not a setting
+        if sensitive_key(key) and _CRED_KEY.search(key) is None and not is_placeholder(value):
+            if assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key):
+                yield value_m.span(2)
+
+
+# A call handing a credential-named string its value: setenv("API_KEY", "v"), setProperty("db.password", "v"),
+# headers.put("X-Api-Key", "v"), getenv("TOKEN", "fallback"). The comma after the key's closing quote is the
+# anchor; the call and the key are matched back from it, the value on from it.
+_CALL_SPOTS = (",(?:" + _tail_behind(",", ('"', "'")) + ")",)
+_CALL_SPOT = re.compile(_CALL_SPOTS[0])
+_CALL_HEAD = re.compile(
+    r"(?<![\w$])[A-Za-z_$][\w.$]{0,64}+\([ \t]{0,4}+(?P<q>['\"])(?P<k>[A-Za-z_][\w.\-]{0,63}+)(?P=q)\Z"
+)
+_CALL_NAMES = re.compile(r"[A-Za-z_][A-Za-z_.\-]{0,255}")
+_KEYWORD_ANYWHERE = re.compile(_KEYWORD, re.IGNORECASE)
+_CALL_VALUE = re.compile(r"[ \t]{0,4}+(['\"])([^'\"\\\s]{1,256}+)\1[ \t]{0,4}+[,)]")
+
+
+def _find_call_values(text: str) -> Iterator[Span]:
+    """``f("KEY", "value")`` where ``KEY`` names a credential: the value."""
+    for spot in _CALL_SPOT.finditer(text):
+        c = spot.start()
+        head = _CALL_HEAD.search(text, max(0, c - 140), c)
+        value_m = _CALL_VALUE.match(text, c + 1)
+        if head is None or value_m is None:
+            continue
+        key, value = head.group("k"), value_m.group(2)
+        if _CALL_NAMES.fullmatch(value) and _KEYWORD_ANYWHERE.search(value):
+            continue  # field_serializer('password', 'password_bytes'): a list of names, not a name and its value
+        if sensitive_key(key) and _CRED_KEY.search(key) is None and not is_placeholder(value):
+            if assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key):
+                yield value_m.span(2)
 
 
 def _find_csv_values(text: str) -> Iterator[Span]:
@@ -1462,6 +1516,7 @@ RULES: tuple[Rule, ...] = (
             _L + r"access-(?:sandbox|development|production)-" + _UUID.pattern + _R,
             _L + r"tskey-(?:auth|client|api|webhook|scim)-[A-Za-z0-9]{6,32}+-[A-Za-z0-9]{16,64}+" + _R,  # Tailscale
             _L + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _R,  # LangSmith
+            r"(?<![\w-])APP_KEY[ \t]{0,4}+=[ \t]{0,4}+['\"]?(?P<s>base64:[A-Za-z0-9+/]{43}=)",  # Laravel's app key
             r"(?<![\w.\-])v1\.0-[a-f0-9]{24}-[a-f0-9]{100,200}+" + _R,  # Cloudflare Origin CA key
             check=_random,
         ),
@@ -1512,6 +1567,7 @@ RULES: tuple[Rule, ...] = (
             r"\.(?<=t1\.)",
             r"-(?<=access-)(?:sandbox|development|production)-",
             r"-(?<=tskey-)",
+            "APP_KEY",
             r"_(?<=lsv2_)",
             r"-(?<=v1\.0-)",
         ),
@@ -1594,13 +1650,19 @@ RULES: tuple[Rule, ...] = (
             r"(?<![\w-])(?:-u|--user)(?:[ \t]{1,4}+|=)['\"]?(?P<s_key>[A-Za-z0-9_\-!@#%^&*+=./]{8,128}+):['\"]?(?![^\s'\"])",
             r"(?<![\w-])--(?:password|passwd|pass)(?:[ \t]{1,4}+|=)['\"]?(?P<s>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             # docker login [-u user] -p VALUE (podman, helm registry login, ...). A secret never ends on punctuation.
-            r"(?<![\w-])login(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"
+            r"(?<![\w-])(?:login|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)"
+            r"(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-p(?:[ \t]{1,4}+|=)['\"]?"
             r"(?P<s_p>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             # sshpass -p VALUE, redis-cli -a VALUE, and mysql's attached -pVALUE
             r"(?<![\w-])(?:sshpass[ \t]{1,4}+-p|redis-cli(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-a)"
             r"[ \t]{0,4}+['\"]?(?P<s_sp>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             r"(?<![\w-])mysql(?:dump|admin|import|check)?(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-p"
             r"(?P<s_my>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            # SQL Server's sqlcmd / bcp / osql -P VALUE, and Windows' net use ... /user:NAME VALUE
+            r"(?<![\w-])(?:sqlcmd|bcp|osql)(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-P[ \t]{1,4}+['\"]?"
+            r"(?P<s_sq>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])(?i:net[ \t]{1,4}+use)[^\r\n]{0,256}?[ \t]/user:[^\s]{1,128}+[ \t]{1,4}+"
+            r"(?P<s_nu>[^\s'\"`$/*-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             check=_cli_check,
         ),
         anchors=(
@@ -1610,6 +1672,8 @@ RULES: tuple[Rule, ...] = (
             "--pass",
             r"-p(?<=[ \t]-p)",
             r"-a(?<=[ \t]-a)",
+            r"-P(?<=[ \t]-P)",
+            r":(?<=/user:)",
         ),
     ),
     # A PostgreSQL password file (.pgpass) line, hostname:port:database:username:password: the rest of the line.
@@ -1654,8 +1718,11 @@ RULES: tuple[Rule, ...] = (
         "sensitive_config_value",
         _regex(
             r"<(?P<k>[A-Za-z_][\w.\-]{0,64}+)>[ \t\r\n]{0,64}+(?P<s>[^<>\s]{1,256}+)[ \t\r\n]{0,64}+</(?P=k)>",
-            r"(?<![\w-])key[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{1,8}+value[ \t]{0,4}+=[ \t]{0,4}+"
+            r"(?<![\w-])(?:key|name)[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{1,8}+value[ \t]{0,4}+=[ \t]{0,4}+"
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
+            # <entry key="db.password">v</entry> (Java's XML properties), <string name="api_key">v</string> (Android)
+            r"<(?P<t>[\w.\-]{1,64}+)[ \t]{1,8}+(?:key|name)[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{0,8}+>"
+            r"(?P<s>[^<>\s]{1,256}+)</(?P=t)>",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
             # An environment entry as Kubernetes, Compose and ECS write it: name: DB_PASSWORD / value: ...
@@ -1674,6 +1741,7 @@ RULES: tuple[Rule, ...] = (
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
             r"\"[ \t]{1,8}value[ \t]{0,4}=",
             r"\((?<=define\()",
+            ">(?:" + _tail_behind(">", ('"',)) + ")",
             r"\n[ \t]{0,64}value:",
             '"value"',
             '"Value"',
@@ -1684,6 +1752,8 @@ RULES: tuple[Rule, ...] = (
         _find_assignments,
         keywords=_KEYWORD_TAILS,
     ),
+    Rule("dsl_credential", _find_dsl_values, anchors=_DSL_SPOTS),
+    Rule("credential_argument", _find_call_values, anchors=_CALL_SPOTS),
     Rule(
         "csv_credential",
         _find_csv_values,

@@ -437,6 +437,18 @@ TRUE_POSITIVES = [
     ("pgpass_password", "*:*:*:postgres:" + (k := rnd(10) + "4"), k),
     ("session_cookie", "Cookie: theme=dark; sessionid=" + (k := rnd(30, HEX) + "7a") + "; lang=en", k),
     ("session_cookie", "Set-Cookie: JSESSIONID=" + (k := rnd(24) + "42") + "; Path=/; HttpOnly", k),
+    # Settings written as a DSL (Gradle, Groovy, Ruby), and credentials handed to calls and XML elements.
+    ("dsl_credential", "signingConfigs {\n    storePassword '" + (k := rnd(12) + "7") + "'\n}", k),
+    ("dsl_credential", 'credentials {\n  username "bot"\n  password "' + (k := rnd(10) + "4") + '"\n}', k),
+    ("credential_argument", 'System.setProperty("javax.net.ssl.keyStorePassword", "' + (k := rnd(12) + "7") + '");', k),
+    ("credential_argument", 'os.Setenv("API_KEY", "' + (k := rnd(32, HEX)) + '")', k),
+    ("credential_argument", "headers.put('X-Api-Key', '" + (k := rnd(30) + "42") + "');", k),
+    ("sensitive_config_value", '<entry key="db.password">' + (k := rnd(12) + "7") + "</entry>", k),
+    ("sensitive_config_value", '<Setting name="ApiKey" value="' + (k := rnd(32, HEX)) + '" />', k),
+    ("cli_password", "sqlcmd -S db -U sa -P " + (k := rnd(12) + "7") + " -Q 'SELECT 1'", k),
+    ("cli_password", "mongosh mongodb://db -u admin -p '" + (k := rnd(12) + "7") + "'", k),
+    ("cli_password", "net use Z: \\\\srv\\share /user:CORP\\bob " + (k := rnd(12) + "7") + " /persistent:yes", k),
+    ("platform_token", "APP_KEY=" + (k := "base64:" + rnd(42, B64) + "7="), k),
 ]
 
 # (rule that must NOT fire, text)
@@ -748,6 +760,26 @@ FALSE_POSITIVES = [
     ("pgpass_password", "localhost:8080:api:v1:users\n12:30:45:app:Xk9mP2vL8qRt\nroot:x:0:0:root:/root:/bin/bash\n"),
     ("pgpass_password", "hostname:port:database:username:password\n*:*:*:postgres:<your-password>\n"),
     ("session_cookie", "Cookie: sessionid=<session-id>; theme=dark\nSet-Cookie: session=abcdefghijklmnopqrstuvwxyz"),
+    (
+        "dsl_credential",
+        "expected token 'EOF' but got token 'identifier'; Unexpected token 'RPAREN'; "
+        "raise ValueError(\"password 'must be set'\"); log.info(\"Invalid password '%s'\", x); password '${PASS}';"
+        ' only pass "py.exe" as the command; password "server.pem"',
+    ),
+    (
+        "credential_argument",
+        'os.getenv("API_KEY", ""); d.get("token", "changeme"); getattr(o, "password", None); f("password", "password");'
+        ' x.get("secret", "default_secret"); setattr(self, "token", "next_token"); check("token", "Bearer");'
+        " @field_serializer('password', 'password_bytes', when_used='json')",
+    ),
+    ("sensitive_config_value", '<string name="password_hint">Enter password</string><entry key="token">${T}</entry>'),
+    # Anti-forgery tokens in a form (Rails, ASP.NET) guard one session's posts: not credentials.
+    (
+        "sensitive_config_value",
+        '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJW" />'
+        '<input name="__RequestVerificationToken" type="hidden" value="CfDJ8NrAkS8b3wVfqXq0r4z9Yk2Lm7Pq" />',
+    ),
+    ("cli_password", "sqlcmd -S srv -U sa -P <password>; net use Z: \\\\srv\\s /user:admin *; mongo -u admin -p"),
 ]
 
 
