@@ -938,10 +938,14 @@ def _tail_behind(end: str, closers: tuple[str, ...]) -> str:
     """Lookbehinds for "a credential key's tail (_KEYWORD_TAILS), one of ``closers`` (a quote, a CR), then ``end``":
     one per width, as a lookbehind's alternatives must all have one width."""
     by_width: dict[int, list[str]] = {}
+    last: set[str] = set()  # the character right before ``end``, checked first: most stops fail on it
     for tail in _KEYWORD_TAILS:
         for closer in closers:
             by_width.setdefault(len(tail) + len(closer), []).append(re.escape(tail + closer))
-    return "|".join(f"(?<=(?i:{'|'.join(alts)}){re.escape(end)})" for alts in by_width.values())
+            c = (tail + closer)[-1]
+            last.update({c.lower(), c.upper()})
+    first = "(?<=[" + "".join(re.escape(c) for c in sorted(last)) + "]" + re.escape(end) + ")"
+    return first + "(?:" + "|".join(f"(?<=(?i:{'|'.join(alts)}){re.escape(end)})" for alts in by_width.values()) + ")"
 
 
 # The comma or line break closing a cell whose name ends like a credential key's (_KEYWORD_TAILS): the rule's
@@ -1688,7 +1692,8 @@ RULES: tuple[Rule, ...] = (
                 and assignment_value_ok(secret, quoted=True, password=True)
             ),
         ),
-        anchors=(r":(?<=[0-9*]:)",),
+        # The colons around the database name: a colon after a digit alone ("Document 5:", "12:30") is everywhere.
+        anchors=(r":(?<=[0-9*]:)[\w.\-*]{1,63}+:",),
     ),
     # A session cookie in a Cookie / Set-Cookie header: whoever holds it is logged in. The header's casings are the
     # anchors' (Cookie, cookie, COOKIE).
