@@ -992,6 +992,16 @@ def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
     )
 
 
+def _keyed_value(key: str, value: str) -> bool:
+    """Whether quoted ``value``, given to ``key`` by a DSL setting or a call, is a credential (as in an assignment)."""
+    return (
+        sensitive_key(key)
+        and _CRED_KEY.search(key) is None
+        and not is_placeholder(value)
+        and assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key)
+    )
+
+
 # A credential-named key then one space and a quoted value, as Gradle, Groovy and Ruby DSLs write a setting
 # (storePassword 'v', password "v"): the opening quote after the key's tail is the anchor and the search's only stop.
 _DSL_SPOTS = ("'(?:" + _tail_behind("'", (" ", "\t")) + ")", '"(?:' + _tail_behind('"', (" ", "\t")) + ")")
@@ -1012,9 +1022,8 @@ def _find_dsl_values(text: str) -> Iterator[Span]:
         key, value = key_m.group(), value_m.group(2)
         if key.lower() in _DSL_VERBS or _FILE_NAME.fullmatch(value):
             continue  # only pass "py.exe", unexpected token 'EOF': prose and messages, not a setting
-        if sensitive_key(key) and _CRED_KEY.search(key) is None and not is_placeholder(value):
-            if assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key):
-                yield value_m.span(2)
+        if _keyed_value(key, value):
+            yield value_m.span(2)
 
 
 # A call handing a credential-named string its value: setenv("API_KEY", "v"), setProperty("db.password", "v"),
@@ -1041,9 +1050,8 @@ def _find_call_values(text: str) -> Iterator[Span]:
         key, value = head.group("k"), value_m.group(2)
         if _CALL_NAMES.fullmatch(value) and _KEYWORD_ANYWHERE.search(value):
             continue  # field_serializer('password', 'password_bytes'): a list of names, not a name and its value
-        if sensitive_key(key) and _CRED_KEY.search(key) is None and not is_placeholder(value):
-            if assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key):
-                yield value_m.span(2)
+        if _keyed_value(key, value):
+            yield value_m.span(2)
 
 
 def _find_csv_values(text: str) -> Iterator[Span]:
