@@ -993,10 +993,11 @@ def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
 
 
 def _keyed_value(key: str, value: str) -> bool:
-    """Whether quoted ``value``, given to ``key`` by a DSL setting or a call, is a credential (as in an assignment)."""
+    """Whether quoted ``value``, given to ``key`` by markup, a DSL setting or a call, is a credential: the test a
+    quoted assignment's value gets (a word under a ``credentials`` key is a mode, not one)."""
     return (
         sensitive_key(key)
-        and _CRED_KEY.search(key) is None
+        and not (_CRED_KEY.search(key) is not None and _loose_credential(value))
         and not is_placeholder(value)
         and assignment_value_ok(value, quoted=True, password=_PASSWORD_KEY.search(key) is not None, key=key)
     )
@@ -1743,12 +1744,7 @@ RULES: tuple[Rule, ...] = (
             r"(?P<q>['\"]?)(?P<s>[^'\"\s#][^'\"\s]{0,255}+)(?P=q)[ \t]{0,8}+(?=\r?\n|\Z)",
             r"\"[Nn]ame\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
             r"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\s]{1,256}+)\"",
-            check=lambda m, secret: (
-                sensitive_key(m.group("k"))
-                and assignment_value_ok(
-                    secret, quoted=True, password=_PASSWORD_KEY.search(m.group("k")) is not None, key=m.group("k")
-                )
-            ),
+            check=lambda m, secret: _keyed_value(m.group("k"), secret),
         ),
         anchors=(
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
