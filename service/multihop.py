@@ -109,10 +109,20 @@ def _words(text: str) -> set[str]:
 
 
 def _names_a_word(item: SubstrateItem, words: set[str]) -> bool:
-    """Whether ``item`` contains one of the query's own words. A chain starts from what the query names: an item
-    that matches by stem alone (pricing for price) is left to be reached along an edge, so the evidence path runs
-    from the explicit mention through the lineage (doc -> artifact -> trace), not from a near miss."""
-    return not words or not words.isdisjoint(_WORD.findall(item_surface(item).lower()))
+    """Whether ``item`` names one of the query's words: the same word, or one of 4+ letters that the other extends
+    (refund ~ refunds), as the spec's store matches tokens. A chain starts from what the query names: an item that
+    matches only by stem (pricing for price) is left to be reached along an edge, so the evidence path runs from
+    the explicit mention through the lineage (doc -> artifact -> trace), not from a near miss."""
+    if not words:
+        return True
+    tokens = set(_WORD.findall(item_surface(item).lower()))
+    if not words.isdisjoint(tokens):
+        return True
+    return any(_extends(w, t) for w in words if len(w) >= 4 for t in tokens if len(t) >= 4)
+
+
+def _extends(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a)
 
 
 def multihop(

@@ -28,3 +28,11 @@ def test_an_item_naming_a_query_word_still_seeds(store) -> None:  # type: ignore
     _lineage(store)
     chain = multihop(store, "pricing regressor", max_hops=1, seeds=2, branch=2)
     assert [(s.item.id, s.via) for s in chain.steps][:1] == [("art_x", "seed")]
+
+
+def test_a_word_form_of_a_query_word_seeds(store) -> None:  # type: ignore[no-untyped-def]
+    # "refunds" extends "refund" (4+ letters): the item names the query's word in another form, so it seeds.
+    refund = store.put(SubstrateItem("text", "A refund is issued within 30 days of purchase."))
+    store.put(SubstrateItem("text", "Shipping takes one week."))
+    chain = multihop(store, "How are refunds handled?", max_hops=1, seeds=2, branch=1)
+    assert [(s.item.id, s.via) for s in chain.steps][:1] == [(refund, "seed")]
