@@ -41,10 +41,16 @@ def _absent(name: Any) -> bool:
 class AccessDeniedError(PermissionError):
     """Raised when a principal is not authorized for the scope it tried to read, write, or publish."""
 
-    def __init__(self, principal: str | None, scope: str, mode: str, detail: str = "") -> None:
+    def __init__(
+        self, principal: str | None, scope: str | None = None, mode: str | None = None, detail: str = ""
+    ) -> None:
         self.principal = principal
         self.scope = scope
         self.mode = mode
+        if scope is None and mode is None:  # AccessDeniedError("message"), as a PermissionError is raised
+            self.principal = None
+            super().__init__(principal if principal is not None else "access denied")
+            return
         if _absent(principal):
             msg = (
                 f"an empty or missing principal ({principal!r}) may not {mode} scope {scope!r}; "

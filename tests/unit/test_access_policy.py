@@ -123,3 +123,11 @@ def test_version_of_reads_the_share_version_and_defaults_to_zero() -> None:
     assert version_of(SubstrateItem(kind="text", provenance={"version": "v9"})) == 0
     assert version_of({"provenance": {"share_version": True}}) == 0
     assert version_of(object()) == 0
+
+
+def test_access_denied_can_be_raised_with_a_message_alone() -> None:
+    err = AccessDeniedError("denied by the custom policy")
+    assert isinstance(err, PermissionError) and str(err) == "denied by the custom policy"
+    assert err.principal is None and err.scope is None and err.mode is None
+    named = AccessDeniedError("bob", "team-a", "read")
+    assert (named.principal, named.scope, named.mode) == ("bob", "team-a", "read") and "team-a" in str(named)
