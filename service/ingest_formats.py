@@ -203,17 +203,17 @@ def record_fields(record: Any, text_fields: Sequence[str] | None) -> tuple[str, 
 
 
 def trace_fields(row: Any) -> tuple[str, dict[str, Any]]:
-    """(text surface, payload) of a trace row {"input": ..., "answer"/"label"/"call": ...}."""
+    """(text surface, payload) of a trace row {"input": ..., "answer"/"label"/"call": ...}. Any JSON object is a
+    row (the spec fails only lines that are not objects): without an input or an output, its text is the row."""
     if not isinstance(row, Mapping):
         raise ValueError(f"a trace row must be a JSON object, got {type(row).__name__}")
-    if row.get("input") is None:
-        raise ValueError("a trace row needs an 'input'")
-    text = _text_of(row["input"])
+    parts = [] if row.get("input") is None else [_text_of(row["input"])]
     for key in _TRACE_OUTPUTS:
         if row.get(key) is not None:
-            text = f"{text}\n{key}: {_text_of(row[key])}"
+            parts.append(f"{key}: {_text_of(row[key])}")
             break
-    return text, {str(k): v for k, v in row.items()}
+    payload = {str(k): v for k, v in row.items()}
+    return "\n".join(parts) if parts else _text_of(payload), payload
 
 
 def artifact_kind(manifest: Mapping[str, Any]) -> str | None:

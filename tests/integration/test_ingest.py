@@ -224,10 +224,11 @@ def test_traces_index_rows_and_report_non_objects(store, tmp_path: Path) -> None
     f = tmp_path / "runs.jsonl"
     f.write_text('{"input": "2+2", "answer": "4"}\n[1]\n{"answer": "x"}\nnot json\n{"input": "q", "label": "y"}\n')
     r = ingest_traces(store, str(f))
-    assert [store.get(i).text for i in r] == ["2+2\nanswer: 4", "q\nlabel: y"]
+    # A row without an input is still a row: only the lines that are not JSON objects fail.
+    assert [store.get(i).text for i in r] == ["2+2\nanswer: 4", "answer: x", "q\nlabel: y"]
     assert all(store.get(i).kind == "trace" and store.get(i).provenance["content_hash"] == _sha(f) for i in r)
-    assert [x["line"] for x in r.failed] == [2, 3, 4]
-    assert list(ingest_traces(store, str(f))) == list(r) and len(store) == 2
+    assert [x["line"] for x in r.failed] == [2, 4]
+    assert list(ingest_traces(store, str(f))) == list(r) and len(store) == 3
     assert list(ingest_file(store, f, kind="trace")) == list(r)
 
 
