@@ -16,14 +16,16 @@ zero, the rest of the k are the other items of the filtered set at score 0.0, in
 search ranks every candidate; an exact zero means no overlap at all, which callers such as retrieve_action
 exclude as evidence).
 
-Non-text queries: the query is tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped).
-An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
+Queries are tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped). A non-text query (a
+number, a dict of fields, a list) is serialized as payloads are and ranked by ``lex`` alone, the spec's lexical
+fallback for it; None matches nothing. An unknown kind filters out every item (as ``all(kind=...)`` does). An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
 nothing: every item scores 0.0. NUL characters are treated as spaces. A scope no item can have (NUL, lone
 surrogate) is an empty domain.
 """
 
 from __future__ import annotations
 
+import json
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,7 @@ EXACT_MAX = 2000  # domains with at most this many vectors are searched exactly 
 # 0.965-0.97 at 128 (bench/search.py)
 HNSW_EF = 128
 MAX_QUERY_CHARS = 100_000
+MAX_K = 2**31 - 1  # "up to k": no domain holds more, and the statement's LIMITs stay in range
 # Longer queries skip the pipelined round trip: psycopg's pipeline mode was seen to hang on statements of 1-2 MB
 # over the unix socket, so only small ones are pipelined (a query this long is no latency-bound lookup anyway).
 PIPELINE_MAX_QUERY = 8192
@@ -158,14 +161,27 @@ _SQL = {(s, d, e): _sql(s, d, e) for s in (False, True) for d in (False, True) f
 
 
 def _check(query: Any, kind: Any, scope: Any) -> str:
-    if not isinstance(query, str):
-        raise InvalidArgument(f"query must be a string, got {type(query).__name__}")
-    if kind is not None and kind not in MODALITIES:
-        raise InvalidArgument(f"kind must be None or one of {MODALITIES}, got {kind!r}")
+    if kind is not None and not isinstance(kind, str):
+        raise InvalidArgument(f"kind must be None or a string, got {type(kind).__name__}")
     if scope is not None and (not isinstance(scope, str) or not scope.strip()):
         raise InvalidArgument(f"scope must be None or a non-empty string, got {scope!r}")
+    query = query_text(query)
     # PostgreSQL text holds neither NUL nor lone surrogates: a query gets spaces / U+FFFD for them.
     return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def query_text(query: Any) -> str:
+    """A query's text: a string as it is; a non-text query (a number, a dict of fields, a list) as the words it
+    holds, serialized as payloads are (None holds none)."""
+    if isinstance(query, str):
+        return query
+    if query is None:
+        return ""
+    if isinstance(query, (bytes, bytearray)):
+        return bytes(query).decode("utf-8", "replace")
+    if isinstance(query, (dict, list, tuple)):
+        return json.dumps(query, default=str, ensure_ascii=False)
+    return str(query)
 
 
 def _storable(scope: str | None) -> bool:
@@ -230,9 +246,12 @@ def embedder_status(store: Substrate) -> list[dict[str, Any]]:
 def search(store: Substrate, query: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
     """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
     q = _check(query, kind, scope)
-    if k == 0 or not _storable(scope):
-        return []
-    hits = _ranked(store, q, k, kind=kind, scope=scope) if q.strip() else []
+    if k == 0 or not _storable(scope) or (kind is not None and kind not in MODALITIES):
+        return []  # an unknown kind filters out everything, as all(kind=...) does
+    k = min(k, MAX_K)
+    # A non-text query ranks by lexical overlap alone: a learned text embedding has nothing to say about it.
+    weight = DENSE_WEIGHT if isinstance(query, str) else 0.0
+    hits = _ranked(store, q, k, kind=kind, scope=scope, dense_weight=weight) if q.strip() else []
     if len(hits) < k:
         hits += _unmatched(store, k - len(hits), kind, scope, [it.id for it, _ in hits])
     return hits
@@ -257,7 +276,9 @@ def _unmatched(
     return [(SubstrateItem(**loads(r[0])), 0.0) for r in rows]
 
 
-def _ranked(store: Substrate, q: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
+def _ranked(
+    store: Substrate, q: str, k: int, *, kind: str | None, scope: str | None, dense_weight: float = DENSE_WEIGHT
+) -> list[tuple[Any, float]]:
     """The items scoring above zero, best first, at most k."""
     domain = ALL_DOMAIN if scope is None else scope
     n_dense = max(k, CANDIDATES)
@@ -272,7 +293,7 @@ def _ranked(store: Substrate, q: str, k: int, *, kind: str | None, scope: str | 
         "cfg": TS_CONFIG,
         "k1": BM25_K1,
         "b": BM25_B,
-        "w": DENSE_WEIGHT,
+        "w": dense_weight,
         "min_cos": MIN_COS,
         "idf_docs": IDF_MIN_DOCS,
         "per_term": max(PER_TERM, k),

@@ -231,6 +231,8 @@ class Substrate:
 
     # ----------------------------------------------------------------- reads
     def _row(self, item_id: str) -> tuple[SubstrateItem, int] | None:
+        if not isinstance(item_id, str):
+            return None  # no item has such an id: remove() answers False and update() KeyError, as get() answers None
         with self._reads.connect() as c:
             row = c.execute(text("SELECT doc::text, version FROM items WHERE id = :id"), {"id": item_id}).first()
         return None if row is None else (_item_from_doc(row[0]), int(row[1]))
@@ -337,7 +339,8 @@ class Substrate:
         with self.engine.begin() as conn:
             conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
             existing = conn.execute(text("SELECT id, scope FROM items ORDER BY pos")).all()
-            events = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i not in keep]
+            gone = _out_of_file_order(prepared, [i for i, _ in existing]) | ({i for i, _ in existing} - keep)
+            events = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i in gone]
             events += [
                 NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in prepared
             ]
@@ -352,12 +355,32 @@ class Substrate:
         return self.events.verify_chain()
 
 
+def _out_of_file_order(rows: Sequence[dict[str, Any]], stored: Sequence[str]) -> set[str]:
+    """The stored ids a load must remove and put anew so that all() lists the items in the file's order: every
+    stored one after the file's longest prefix of stored items already in stored order (a put keeps an item's
+    place; a new item goes last)."""
+    rank = {item_id: n for n, item_id in enumerate(stored)}
+    last, moved, in_order = -1, set(), True
+    for d in rows:
+        n = rank.get(d["id"])
+        if in_order and n is not None and n > last:
+            last = n
+            continue
+        in_order = False
+        if n is not None:
+            moved.add(d["id"])
+    return moved
+
+
 def _item_filters(
     *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
 ) -> tuple[list[str], dict[str, Any]]:
     """The WHERE terms (always at least one) and parameters of an items listing filtered in SQL."""
     where: list[str] = ["TRUE"]
     params: dict[str, Any] = {}
+    for name, value in (("kind", kind), ("scope", scope)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgument(f"{name} must be a string or None, got {type(value).__name__}")
     if kind is not None:
         where.append("kind = :kind")
         params["kind"] = kind

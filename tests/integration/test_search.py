@@ -109,17 +109,46 @@ def test_zero_k_returns_nothing_without_fitting(store: Substrate) -> None:
     assert embedders(store) == {}
 
 
-@pytest.mark.parametrize("bad", [{"query": b"bytes"}, {"query": None}, {"query": 3}])
-def test_non_string_query_is_a_typed_error(store: Substrate, bad: dict) -> None:
-    with pytest.raises(TypeError):
-        store.search(bad["query"], k=3)
+def test_a_non_text_query_ranks_lexically(store: Substrate) -> None:
+    fill(store)
+    store.add("record", payload={"sku": 48213, "colour": "teal"}, id="rec-teal")
+    assert store.search(48213, k=1)[0][0].id == "rec-teal"
+    assert store.search({"colour": "teal"}, k=1)[0][0].id == "rec-teal"
+    assert store.search(b"teal", k=1)[0][0].id == "rec-teal"
+    # A non-text query scores by lexical overlap alone: the same as the words' lexical score, never the embedding's.
+    (hit, score), *_ = store.search(["teal"], k=1)
+    assert hit.id == "rec-teal" and 0.0 < score <= 1.0
+    # None holds no words: nothing matches, and the k slots are filled in insertion order at 0.0.
+    assert [s for _, s in store.search(None, k=3)] == [0.0, 0.0, 0.0]
 
 
-def test_bad_kind_or_scope_is_a_typed_error(store: Substrate) -> None:
+def test_an_unknown_kind_filters_out_everything_as_all_does(store: Substrate) -> None:
+    fill(store)
+    assert store.search("energy", k=3, kind="txt") == [] == store.all(kind="txt")
+
+
+def test_a_kind_or_scope_of_the_wrong_type_is_a_typed_error(store: Substrate) -> None:
     with pytest.raises(InvalidArgument, match="kind"):
-        store.search("x", k=3, kind="txt")
+        store.search("x", k=3, kind=5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="scope"):
         store.search("x", k=3, scope="  ")
+    with pytest.raises(InvalidArgument, match="kind"):
+        store.all(kind=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="scope"):
+        store.all(scope=5)  # type: ignore[arg-type]
+
+
+def test_k_beyond_any_store_means_every_match(store: Substrate) -> None:
+    fill(store)
+    assert len(store.search("energy", k=2**64)) == len(store.search("energy", k=10_000)) == len(store)
+
+
+def test_an_id_that_is_not_a_string_names_no_item(store: Substrate) -> None:
+    store.add("text", "x", id="5")
+    assert store.get(5) is None and store.remove(5) is False  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        store.update(5, text="y")  # type: ignore[arg-type]
+    assert store.get("5") is not None
 
 
 def test_removed_and_updated_items_never_match_their_old_text(store: Substrate) -> None:

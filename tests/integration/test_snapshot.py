@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
 from service.snapshot import SnapshotError
@@ -23,6 +24,22 @@ def test_save_then_load_into_another_store(make_store, tmp_path: Path) -> None: 
     b.add("text", "will be replaced")
     b.load(tmp_path)
     assert [i.id for i in b.all()] == ids and b.all() == a.all()
+
+
+def test_load_lists_the_items_in_the_files_order(store: Substrate, tmp_path: Path) -> None:
+    for name in ("x", "y", "z", "w"):
+        store.add("text", name, id=name)
+    rows = {i.id: i.to_json() for i in store.all()}
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(rows[i]) + "\n" for i in ("x", "z", "y")))
+    store.load(tmp_path)
+    assert [i.id for i in store.all()] == ["x", "z", "y"]  # w is gone; z and y in the file's order
+    store.load(tmp_path)  # the same file again: already in its order, so nothing is moved
+    assert [i.id for i in store.all()] == ["x", "z", "y"]
+    with store.engine.connect() as c:
+        types = dict(c.execute(text("SELECT stream, array_agg(type ORDER BY seq) FROM events GROUP BY stream")).all())
+    assert types["x"] == ["ItemPut"] * 3  # first in both orders: never moved
+    assert types["y"] == ["ItemPut", "ItemRemoved", "ItemPut", "ItemPut"]  # moved once, behind z
+    assert types["w"] == ["ItemPut", "ItemRemoved"]
 
 
 def test_save_and_load_remember_their_root(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
