@@ -11,7 +11,8 @@ Candidates are the union of the lexical top LEX_CANDIDATES and the nearest-neigh
 exact scan in small domains). The lexical top is ranked by the sum, over the postings read, of the term's idf times
 the posting's stored saturation ``imp`` (tf saturated at a fixed reference length); a rare term's postings are read
 whole, a common term's PER_TERM strongest only, so a very common term costs a bounded scan. Every candidate is then
-rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``. When fewer than k items score above
+rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``, equal scores oldest first (the seq of
+the item's last write: insertion order for items never rewritten, as the spec's stable sort keeps it). When fewer than k items score above
 zero, the rest of the k are the other items of the filtered set at score 0.0, in insertion order (the spec's
 search ranks every candidate; an exact zero means no overlap at all, which callers such as retrieve_action
 exclude as evidence).
@@ -94,7 +95,7 @@ WITH st AS (
   ORDER BY sum(qw.idf * p.imp) DESC, p.item_id
   LIMIT :n_lex
 ){dense_ctes}, scored AS (
-  SELECT c.item_id, {score} AS score
+  SELECT c.item_id, {score} AS score, i.seq
   FROM cand c CROSS JOIN z CROSS JOIN st CROSS JOIN qa
   CROSS JOIN LATERAL (SELECT sd.seq, sd.kind, sd.scope FROM search_docs sd WHERE sd.item_id = c.item_id OFFSET 0) i
   CROSS JOIN LATERAL (
@@ -104,11 +105,11 @@ WITH st AS (
   ) l {dense_join}
   WHERE (CAST(:kind AS text) IS NULL OR i.kind = :kind) {scope_i}
 ), top AS (
-  SELECT item_id, score FROM scored WHERE score > 0 ORDER BY score DESC, item_id LIMIT :k
+  SELECT item_id, score, seq FROM scored WHERE score > 0 ORDER BY score DESC, seq, item_id LIMIT :k
 )
 SELECT it.doc::text, top.score FROM top
 CROSS JOIN LATERAL (SELECT doc FROM items WHERE id = top.item_id OFFSET 0) it
-ORDER BY top.score DESC, top.item_id
+ORDER BY top.score DESC, top.seq, top.item_id
 """
 # The all-scopes domain reads each scope's postings (one index serves both; see migration 0002).
 _ALL_SCOPES = "(SELECT domain AS scope FROM search_domains WHERE domain <> '' AND n_docs > 0) sc"

@@ -398,3 +398,13 @@ def test_concurrent_full_fits_of_different_domains_do_not_deadlock(store: Substr
     assert [r[0][0].id for r in results[:3]] == ["a-9", "b-9", "c-9"]
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM embedders WHERE dim > 0")).scalar_one() == 4
+
+
+def test_equal_scores_come_in_insertion_order(store: Substrate) -> None:
+    # Same surface, same score: the spec's stable sort keeps the insertion order, whatever the ids.
+    for item_id in ("zz-first", "mm-second", "aa-third"):
+        store.add("text", "Tidal energy from ocean currents", id=item_id)
+    store.add("text", "Unrelated note about bread", id="other")
+    hits = store.search("tidal energy", k=3)
+    assert len({s for _, s in hits}) == 1
+    assert [it.id for it, _ in hits] == ["zz-first", "mm-second", "aa-third"]
