@@ -98,8 +98,7 @@ def source_ref(item: SubstrateItem) -> dict[str, Any]:
 
 
 def _artifact_ref(value: Any) -> str:
-    text = str(value)
-    return text if "://" in text else f"substrate://artifact/{text.lstrip('/')}"
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
 def _access(scope: str) -> dict[str, Any]:
@@ -116,7 +115,7 @@ def substrate_item_to_knowledge_dict(item: SubstrateItem, *, schema_uri: str | N
     Keys, exactly: ``id``, ``kind`` (IC-13 resource kind), ``modality``, ``schema_uri``, ``schema_version``,
     ``media_type``, ``content_hash`` (64-hex sha256 of the canonical JSON of ``{schema_uri, schema_version,
     payload, artifact_ref, metadata}``, never of the text alone), ``payload`` (the item payload minus a
-    ``ref``/``path`` pointer; ``None`` when only a pointer remained), ``artifact_ref`` (that pointer as a URI,
+    ``ref``/``path`` pointer; ``None`` when only a pointer remained), ``artifact_ref`` (that pointer as it is,
     else ``None``), ``text_surface`` (text or ``None``), ``provenance`` (one SourceRef: ``uri`` plus optional
     ``media_type``/``version``/``license``), ``relations`` (``{"predicate": "related_to"|"derived_from",
     "target_id"}`` from ``links`` and ``derived_from``), ``uncertainty`` (``None``), ``metadata``

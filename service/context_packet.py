@@ -16,6 +16,7 @@ __all__ = [
     "SHAPES",
     "ContextBudget",
     "ContextPacket",
+    "FrozenList",
     "ReceiverProfile",
     "render_packet",
     "require_bool",
@@ -23,6 +24,25 @@ __all__ = [
 ]
 
 SHAPES: tuple[str, ...] = ("passages", "brief", "features")
+
+
+class FrozenList(tuple):  # type: ignore[type-arg]
+    """A packet's items, scores or texts: immutable (they stay aligned, MXR-080-0240), yet equal to a list of the
+    same elements, since the spec's packet holds lists (``packet.items == []``). Ten lines of a tuple subclass
+    instead of a dependency (aio-libs' frozenlist is mutable until frozen and unhashable before)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 def require_bool(value: Any, name: str) -> bool:
@@ -131,9 +151,9 @@ class ContextPacket:
             raise InvalidArgument(
                 f"ContextPacket needs aligned items/scores/texts, got {len(items)}/{len(scores)}/{len(texts)}"
             )
-        object.__setattr__(self, "items", items)
-        object.__setattr__(self, "scores", tuple(float(s) for s in scores))
-        object.__setattr__(self, "texts", texts)
+        object.__setattr__(self, "items", FrozenList(items))
+        object.__setattr__(self, "scores", FrozenList(float(s) for s in scores))
+        object.__setattr__(self, "texts", FrozenList(texts))
 
     def render(self, *, header: bool = True) -> str:
         """The assembled context string the target consumes, in the budget's shape."""

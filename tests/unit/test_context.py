@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
@@ -308,7 +309,7 @@ def test_item_bridge_emits_exactly_the_documented_keys_as_json():
 def test_item_bridge_moves_a_ref_pointer_to_artifact_ref_and_honours_schema_override():
     item = SubstrateItem("artifact", "model", payload={"ref": "/models/m1", "bbox": [0, 1]}, id=_uid())
     d = substrate_item_to_knowledge_dict(item)
-    assert d["artifact_ref"] == "substrate://artifact/models/m1"
+    assert d["artifact_ref"] == "/models/m1"  # the spec: "that pointer becomes artifact_ref"
     assert d["payload"] == {"bbox": [0, 1]}
     only_ref = substrate_item_to_knowledge_dict(SubstrateItem("image", payload={"path": "s3://b/x.png"}, id=_uid()))
     assert only_ref["payload"] is None and only_ref["artifact_ref"] == "s3://b/x.png"
@@ -396,3 +397,16 @@ def test_packet_bundle_dict_carries_each_items_canonical_form():
     assert d["renderings"]["legacy_text"]["text"] == p.render()
     assert d["gaps"] == [{"what": "prices"}]
     assert json.loads(json.dumps(d)) == d
+
+
+def test_packet_fields_equal_lists_yet_cannot_be_changed() -> None:
+    empty = ContextPacket(task="t")
+    assert empty.items == [] and empty.scores == [] and empty.texts == []
+    item = SubstrateItem("text", "refunds take thirty days", id="r1")
+    packet = ContextPacket(task="refunds", items=[item], scores=[0.5])
+    assert packet.items == [item] and packet.scores == [0.5] and packet.texts == ["refunds take thirty days"]
+    assert [0.5] == packet.scores and packet.scores != [0.4]
+    with pytest.raises(AttributeError):
+        packet.items.append(item)  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        packet.items = []  # type: ignore[misc]
