@@ -78,13 +78,13 @@ def _strip_eol(line: str) -> str:
 
 
 def parse_text_lines(fh: IO[bytes]) -> Iterator[tuple[int, str | Bad]]:
-    """One value per non-blank line (line ending removed, other whitespace kept)."""
+    """One value per non-blank line, stripped of surrounding whitespace as the spec's store strips each line."""
     for n, line in _decoded_lines(fh):
         if isinstance(line, Bad):
             yield n, line
             continue
-        text = _strip_eol(line).removesuffix("\r")
-        if text.strip():
+        text = line.strip()
+        if text:
             yield n, text
 
 

@@ -34,10 +34,10 @@ json_values = st.recursive(
 
 
 @given(st.lists(line_text, max_size=20), st.sampled_from(["\n", "\r\n"]))
-def test_text_lines_yield_every_non_blank_line_with_its_line_number(lines: list[str], eol: str) -> None:
+def test_text_lines_yield_every_non_blank_line_stripped_with_its_line_number(lines: list[str], eol: str) -> None:
     data = eol.join(lines).encode()
     got = list(parse_text_lines(io.BytesIO(data)))
-    assert got == [(n, t) for n, t in enumerate(lines, start=1) if t.strip()]
+    assert got == [(n, t.strip()) for n, t in enumerate(lines, start=1) if t.strip()]
 
 
 @given(st.binary(max_size=200))
