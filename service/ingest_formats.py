@@ -73,10 +73,6 @@ def _decoded_lines(fh: IO[bytes]) -> Iterator[tuple[int, str | Bad]]:
             yield n, Bad(f"not valid UTF-8 (byte {exc.start})")
 
 
-def _strip_eol(line: str) -> str:
-    return line[:-1] if line.endswith("\n") else line
-
-
 def parse_text_lines(fh: IO[bytes]) -> Iterator[tuple[int, str | Bad]]:
     """One value per non-blank line, stripped of surrounding whitespace as the spec's store strips each line."""
     for n, line in _decoded_lines(fh):
