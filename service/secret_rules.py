@@ -103,6 +103,8 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]{0,64}(?:\.[A-Za-z_$][\w$]{0,64}){1,16}")
 _IDENT = re.compile(r"[A-Za-z_]{1,256}")
 _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}")
+# A lowercase key's name and '=' (client_id=...): a value that opens so is the next pair of a log line.
+_NAMED_VALUE = re.compile(r"[a-z]{2,32}(?:_[a-z]{1,32}){0,4}=(?=[^=])")
 _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 # A value naming a credential field or variable rather than holding one (AWS_ACCESS_KEY_ID, AWSAccessKeyId).
 _KEY_NAME = re.compile(r"(?:access|secret|api|private|auth)[_\-]?key(?:[_\-]?id)?\Z|key[_\-]?id\Z", re.IGNORECASE)
@@ -145,6 +147,10 @@ _PASS_PREFIX = (
 _KEYWORD = (
     r"(?:pass(?:word|wd|phrase)|(?<![A-Za-z])(?i:" + _PASS_PREFIX + r")?pass|pwd|secret|token|auth|apikey"
     r"|cred(?:ential)?s|credential"
+    # A personal access token, after the platform that issues it (AZURE_DEVOPS_PAT, github_pat): alone, PAT is
+    # code's short name for a pattern (HEX_PAT = "[0-9A-F]").
+    r"|(?<![A-Za-z])(?:github|gh|gitlab|gl|devops|ado|azdo|azure|vsts|tfs|bitbucket|bb|docker|dockerhub|hub|hf"
+    r"|huggingface|figma|airtable|atlassian|jira|confluence|git|personal)[_.\-]?pat"
     r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
@@ -168,11 +174,12 @@ _KEYWORD_TAILS = (
     "creds",
     "credentials",
     "credential",
+    "pat",
 )
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
 _NOT_SECRET_KEY = re.compile(
-    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|authenticity|verification"
+    r"(?:page|next|continuation|pagination|sync|resume|input|csrf|xsrf|csrfmiddleware|authenticity|verification"
     r"|public(?:[_.\-]?key)?)[_.\-]?token\Z",
     re.IGNORECASE,
 )
@@ -229,6 +236,10 @@ def assignment_value_ok(
         return False  # creds = " --username=" + auth: a command-line flag being assembled
     if v.startswith("arn:"):
         return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
+    if v.endswith(".apps.googleusercontent.com"):
+        return False  # a Google OAuth client id: public, sent in every sign-in redirect
+    if not quoted and _NAMED_VALUE.match(v):
+        return False  # oauth: client_id=...: a log line's next key=value pair, not this key's value
     if not password and len(v) >= 16 and low_entropy(v):
         return False  # 123123123123..., a filler
     if quoted and password and _passphrase(v):
@@ -568,11 +579,23 @@ _METASYNTACTIC = frozenset({"foo", "bar", "baz", "qux", "quux", "tiger"})  # sco
 def _basic_check(m: re.Match[str], secret: str) -> bool:
     if m.groupdict().get("s_pw") is not None:  # a client's ("user", "password") pair: judged as a password
         return assignment_value_ok(secret, quoted=True, password=True)
+    if m.groupdict().get("s_b64") is not None:  # no header name: only base64 of a printable user:password counts
+        return _basic_pair(secret)
     try:
         decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return True  # not user:pass, but still an opaque credential after "Basic"
     return not is_placeholder(decoded.partition(":")[2] or decoded)
+
+
+def _basic_pair(secret: str) -> bool:
+    """Whether ``secret`` is base64 of ``user:password`` (printable, both parts present, no placeholder)."""
+    try:
+        decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and password and decoded.isprintable()) and not is_placeholder(password)
 
 
 def _bearer_check(_m: re.Match[str], secret: str) -> bool:
@@ -598,6 +621,10 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         return False  # apiKey = "apiKey", passphrase=passphrase, oauth2 = "oauth2": a name repeated, not a value
     if text[max(0, key_start - 2) : key_start] == "::":
         return False  # "AWS::IAM::AccessKey": "72c2...", a namespaced type's name (a schema hash map), not a key
+    if text[max(0, key_start - 9) : key_start].lower() == "checksum/":
+        return False  # Helm's checksum/secret: <sha256> annotation: a digest of the rendered Secret, not its content
+    if _SEALED.fullmatch(secret) and ("encryptedData" in text or "SealedSecret" in text):
+        return False  # a SealedSecret's encryptedData: ciphertext only the cluster's controller can open
     if "aws4_request" in secret:
         return False  # Credential=AKID/20220524/us-east-1/s3/aws4_request: SigV4's credential scope, no secret
     if key.lower() == "pass" and secret.isalpha() and secret.islower():
@@ -632,6 +659,9 @@ _MAVEN_ARTIFACT = re.compile(
 _SLACK_LEGACY = re.compile(r"(?:[0-9]-)?([0-9A-Za-z]{8,48})")
 _SLACK_PREFIX = re.compile(r"xox[a-z]-|xapp-")
 _CRED_KEY = re.compile(r"cred(?:ential)?s?\Z", re.IGNORECASE)
+# Bitnami kubeseal's ciphertext: the encrypted session key's two-byte length (0x02..) opens it, then hundreds of
+# base64 characters.
+_SEALED = re.compile(r"Ag[A-Za-z0-9+/]{300,8192}={0,2}")
 _FILE_NAME = re.compile(r"[\w.\-]{1,200}\.[A-Za-z]{2,5}")
 
 
@@ -879,6 +909,13 @@ _PROSE_DESCRIPTION = re.compile(
 
 
 _VERSION = re.compile(r"[vV]?\d{1,32}(?:\.\d{1,32}){1,32}")
+# The credential words an identifier in prose ends with (SECRET_KEY, api_token, AZURE_DEVOPS_PAT), and the verbs
+# that hand it a value ("was set to", "is now", "changed to").
+_PROSE_KEY_TAIL = r"(?i:key|token|secret|password|passwd|pwd|pat|credentials?)"
+_PROSE_SETTING_VERB = (
+    r"(?i:(?:is|was|will be|has been)(?:[ \t]{1,4}+(?:now|still))?(?:[ \t]{1,4}+(?:set|changed|reset)[ \t]{1,4}+to)?"
+    r"|(?:set|changed|reset)[ \t]{1,4}+to):?"
+)
 
 
 def _prose_describes(value: str) -> bool:
@@ -1010,6 +1047,7 @@ _DSL_SPOT = re.compile("|".join(_DSL_SPOTS))
 _DSL_VALUE = re.compile(r"(['\"])([^'\"\\\r\n]{1,256}+)\1")
 _DSL_VERBS = frozenset({"pass", "auth", "token"})
 _DSL_KEY = re.compile(r"(?:^|(?<=[\s{;(]))[A-Za-z_][\w.\-]{0,63}\Z")
+_LOWER_PATH = re.compile(r"[a-z0-9_.\-]{1,64}(?:/[a-z0-9_.\-]{1,64}){1,16}/?")
 
 
 def _find_dsl_values(text: str) -> Iterator[Span]:
@@ -1021,8 +1059,8 @@ def _find_dsl_values(text: str) -> Iterator[Span]:
         if key_m is None or value_m is None:
             continue
         key, value = key_m.group(), value_m.group(2)
-        if key.lower() in _DSL_VERBS or _FILE_NAME.fullmatch(value):
-            continue  # only pass "py.exe", unexpected token 'EOF': prose and messages, not a setting
+        if key.lower() in _DSL_VERBS or _FILE_NAME.fullmatch(value) or _LOWER_PATH.fullmatch(value):
+            continue  # only pass "py.exe", unexpected token 'EOF', secret "secret/data/db": prose, messages, paths
         if _keyed_value(key, value):
             yield value_m.span(2)
 
@@ -1316,7 +1354,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "newrelic_key",
         _regex(
-            _L + r"(?:NR(?:AK|II)-[A-Za-z0-9]{20,40}+|NRJS-[a-f0-9]{19}|(?:[a-f0-9]{36}|eu01xx[a-f0-9]{30})NRAL)" + _R
+            _L
+            + r"(?:NR(?:AK|II)-[A-Za-z0-9_\-]{20,40}+|NRJS-[a-f0-9]{19}|(?:[a-f0-9]{36}|eu01xx[a-f0-9]{30})NRAL)"
+            + _R
         ),
         anchors=(r"-(?<=NRAK-|NRII-|NRJS-)", "NRAL"),
     ),
@@ -1325,7 +1365,7 @@ RULES: tuple[Rule, ...] = (
         _regex(_L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R),
         anchors=(r"_(?<=shpat_|shpss_|shpca_|shppa_)",),
     ),
-    Rule("atlassian_api_token", _regex(_L + r"ATATT3[A-Za-z0-9_\-=]{50,400}+"), anchors=("ATATT3",)),
+    Rule("atlassian_api_token", _regex(_L + r"AT[AC]TT3[A-Za-z0-9_\-=]{50,400}+"), anchors=("ATATT3", "ATCTT3")),
     Rule("gcp_oauth_client_secret", _regex(_L + r"GOCSPX-[A-Za-z0-9_\-]{28}" + _RD), anchors=(r"-(?<=GOCSPX-)",)),
     Rule("digitalocean_token", _regex(_L + r"do[por]_v1_[a-f0-9]{64}" + _R), anchors=(r"_(?<=do[por]_)v1_",)),
     Rule(
@@ -1612,12 +1652,17 @@ RULES: tuple[Rule, ...] = (
             + _SEP
             + r"(?i:basic)[ \t]{1,8}+(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
             # A client's basic-auth pair: requests' auth=("user", "pass"), HTTPBasicAuth("user", "pass")
-            r"(?:(?<![\w.])auth[ \t]{0,4}+=[ \t]{0,4}+\(|(?<![\w])(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth)\()"
+            r"(?:(?<![\w.])auth[ \t]{0,4}+=[ \t]{0,4}+\(|(?<![\w])(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth"
+            r"|SetBasicAuth)\()"
             r"[ \t]{0,4}+(?P<uq>['\"])[^'\"\n]{1,128}+(?P=uq)[ \t]{0,4}+,[ \t]{0,4}+(?P<pq>['\"])"
             r"(?P<s_pw>[^'\"\n]{1,256}+)(?P=pq)",
+            # .NET's AuthenticationHeaderValue("Basic", "<base64>")
+            r"HeaderValue\([ \t]{0,4}+\"Basic\"[ \t]{0,4}+,[ \t]{0,4}+\"(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)\"",
+            # A header value handed over as a string: .header("Authorization", "Basic <base64 of user:password>")
+            r"(?<=['\"])Basic[ \t]{1,8}+(?P<s_b64>[A-Za-z0-9+/]{12,2048}+={0,2}+)(?=['\"])",
             check=_basic_check,
         ),
-        anchors=(r"=[ \t]{0,4}\(", r"Auth\("),
+        anchors=(r"=[ \t]{0,4}\(", r"Auth\(", r"HeaderValue\(", r"B(?<=['\"]B)asic[ \t]"),
         keywords=("authorization",),
     ),
     Rule(
@@ -1625,9 +1670,12 @@ RULES: tuple[Rule, ...] = (
         _regex(
             r"(?:(?i:authorization)" + _SEP + r"(?i:bearer)|" + _L + r"Bearer)[ \t]{1,8}+"
             r"(?P<s>[A-Za-z0-9_\-~+/]{1,4096}+(?:\.[A-Za-z0-9_\-~+/]{1,4096}+){0,8}+={0,4}+)",
+            # .NET's AuthenticationHeaderValue("Bearer", "<token>")
+            r"HeaderValue\([ \t]{0,4}+\"Bearer\"[ \t]{0,4}+,[ \t]{0,4}+\""
+            r"(?P<s>[A-Za-z0-9_\-~+/]{1,4096}+(?:\.[A-Za-z0-9_\-~+/]{1,4096}+){0,8}+={0,4}+)\"",
             check=_bearer_check,
         ),
-        anchors=(r"Bearer[ \t]",),
+        anchors=(r"Bearer[ \t]", r"HeaderValue\("),
         keywords=("authorization",),
     ),
     Rule(
@@ -1763,6 +1811,17 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("dsl_credential", _find_dsl_values, anchors=_DSL_SPOTS),
     Rule("credential_argument", _find_call_values, anchors=_CALL_SPOTS),
+    # A hardcoded fallback for a credential's setting: process.env.API_TOKEN || 'v', config.apiKey ?? "v" (JS, C#,
+    # PHP), TOKEN ?: "v" (Kotlin, Groovy).
+    Rule(
+        "credential_fallback",
+        _regex(
+            r"(?<![\w$])(?P<k>[A-Za-z_$][\w$]{0,63}+)[ \t]{0,4}+(?:\|\||\?\?|\?:)[ \t]{0,4}+(?P<q>['\"])"
+            r"(?P<s>[^'\"\\\s]{1,256}+)(?P=q)",
+            check=lambda m, s: _keyed_value(m.group("k"), s),
+        ),
+        anchors=(r"\|\|[ \t]{0,4}['\"]", r"\?\?[ \t]{0,4}['\"]", r"\?:[ \t]{0,4}['\"]"),
+    ),
     Rule(
         "csv_credential",
         _find_csv_values,
@@ -1803,6 +1862,19 @@ RULES: tuple[Rule, ...] = (
             check=lambda _m, s: _prose_token(s),
         ),
         anchors=("pi key", "PI key", "PI Key", "PI KEY"),
+    ),
+    # A credential's setting named in prose with its value, as incident notes and chat tell it: "found SECRET_KEY
+    # was set to 06c3...", "`API_TOKEN` is now Gp9...". The name is an identifier with underscores naming a
+    # credential; only a long value mixing letters and digits counts (_prose_token).
+    Rule(
+        "prose_credential",
+        _regex(
+            r"(?<![\w$])[`'\"]?(?P<k>[A-Za-z][A-Za-z0-9]{0,30}+(?:_[A-Za-z0-9]{1,30}+){0,6}?_" + _PROSE_KEY_TAIL + r")"
+            r"[`'\"]?[ \t]{1,4}+" + _PROSE_SETTING_VERB + r"[ \t]{1,4}+['\"`]?"
+            r"(?P<s>[^\s'\"`]{15,255}[^\s'\"`.,;:?)\]}])",
+            check=lambda m, s: sensitive_key(m.group("k")) and _prose_token(s),
+        ),
+        anchors=("_" + _PROSE_KEY_TAIL + r"[`'\"]?[ \t]{1,4}(?i:is|was|set|changed|reset|will)[ \t]",),
     ),
 )
 

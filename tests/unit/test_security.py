@@ -449,6 +449,38 @@ TRUE_POSITIVES = [
     ("cli_password", "mongosh mongodb://db -u admin -p '" + (k := rnd(12) + "7") + "'", k),
     ("cli_password", "net use Z: \\\\srv\\share /user:CORP\\bob " + (k := rnd(12) + "7") + " /persistent:yes", k),
     ("platform_token", "APP_KEY=" + (k := "base64:" + rnd(42, B64) + "7="), k),
+    # Seen in a blind set of leak contexts: settings told in prose, fallbacks, header values handed to calls.
+    ("prose_credential", "- 09:17 found SECRET_KEY was set to " + (k := rnd(32, HEX)) + " in the old config", k),
+    ("prose_credential", "`API_TOKEN` is now " + (k := rnd(30) + "42") + ", rotate it after the incident", k),
+    (
+        "credential_fallback",
+        "process.env.CF_API_TOKEN = process.env.CF_API_TOKEN || '" + (k := rnd(38) + "4") + "';",
+        k,
+    ),
+    ("credential_fallback", 'val pw = DB_PASSWORD ?: "' + (k := rnd(10) + "7!") + '"', k),
+    (
+        "basic_auth",
+        '.header("Authorization", "Basic ' + (k := base64.b64encode(b"svc-report:Autumn2019!").decode()) + '")',
+        k,
+    ),
+    (
+        "basic_auth",
+        'new AuthenticationHeaderValue("Basic", "' + (k := base64.b64encode(b"grafana:7Fgt7w").decode()) + '");',
+        k,
+    ),
+    ("basic_auth", 'req.SetBasicAuth("admin", "' + (k := rnd(12) + "7") + '")', k),
+    ("bearer_token", 'new AuthenticationHeaderValue("Bearer", "' + (k := rnd(40) + "42") + '");', k),
+    (
+        "sensitive_assignment",
+        "{'env': 'prod', 'azure_devops_pat': '" + (k := rnd(52, HEX[:10] + "abcdefghijklmnopqrstuvwxyz")) + "'}",
+        k,
+    ),
+    ("newrelic_key", "export NEW_RELIC_INSERT_KEY=" + (k := "NRII-_" + rnd(15) + "_" + rnd(14)), k),
+    (
+        "atlassian_api_token",
+        "VALUES ('billing', '" + (k := "ATCTT3xFfGN0" + rnd(180, B62 + "_-") + "=C71B1076") + "')",
+        k,
+    ),
 ]
 
 # (rule that must NOT fire, text)
@@ -780,6 +812,28 @@ FALSE_POSITIVES = [
         '<input name="__RequestVerificationToken" type="hidden" value="CfDJ8NrAkS8b3wVfqXq0r4z9Yk2Lm7Pq" />',
     ),
     ("cli_password", "sqlcmd -S srv -U sa -P <password>; net use Z: \\\\srv\\s /user:admin *; mongo -u admin -p"),
+    # Look-alikes from a blind set: ciphertext, digests, a Vault path, a CSRF field and a public OAuth client id.
+    (
+        "sensitive_assignment",
+        "kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgB" + rnd(420, B64) + "==\n",
+    ),
+    (
+        "sensitive_assignment",
+        "annotations:\n  checksum/secret: " + rnd(64, HEX) + "\n  checksum/config: " + rnd(64, HEX),
+    ),
+    ("dsl_credential", 'template: |\n  {{ with secret "secret/data/prod/db" }}\n  PW={{ .Data.data.password }}\n'),
+    (
+        "sensitive_config_value",
+        '<input type="hidden" name="csrfmiddlewaretoken" value="' + rnd(64) + '">',
+    ),
+    ("sensitive_assignment", "INFO oauth: client_id=873462273717-" + rnd(32, HEX) + ".apps.googleusercontent.com ok"),
+    (
+        "prose_credential",
+        "the SECRET_KEY is required; NEXT_PAGE_TOKEN is " + rnd(20) + "12; API_KEY is ${API_KEY}; "
+        "PUBLIC_KEY is MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE1234; DB_PASSWORD was set to <the vault value>",
+    ),
+    ("credential_fallback", 'const n = user.name || "anonymous"; t = process.env.TOKEN || ""; x = TOKEN || "changeme"'),
+    ("basic_auth", 'msg = "Basic authentication failed"; hint = "Basic dXNlcm5hbWU6"'),
 ]
 
 
