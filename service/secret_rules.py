@@ -79,6 +79,8 @@ _PLACEHOLDER = re.compile(
     + r"|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$"
     + r"|^%[A-Za-z_][\w.\-]{0,64}%$"
     + r"|^[*xX•.#_\-]+$"
+    + r"|^\[[A-Z][A-Z_ ]{2,20}\]$"  # [FILTERED], [HIDDEN]: a log filter's marker
+    + r"|(?i:[_\- ]here)$"  # password_here, put your unique phrase here: a template's blank
     # Docs end a made-up key with the word (AWS: ...0uexample, ...EXAMPLEKEY); at the very end it is never chance.
     + r"|(?i:example|sample|dummy)(?:key)?$"
 )
@@ -104,6 +106,9 @@ _IDENT = re.compile(r"[A-Za-z_]{1,256}")
 _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}")
 # A lowercase key's name and '=' (client_id=...): a value that opens so is the next pair of a log line.
+_NAMESPACED = re.compile(r"[A-Za-z][A-Za-z_.\-]{0,64}:[A-Za-z][A-Za-z_.\-]{0,64}")
+_ID_AND_PATH = re.compile(r"[\w.\-]{1,64}:(?:/|~/|\./)")
+_CMDLET = re.compile(r"(?:Get|Set|New|Read|Import|Export|Invoke|ConvertTo|ConvertFrom|Add|Remove)-[A-Z][A-Za-z]{1,48}")
 _NAMED_VALUE = re.compile(r"[a-z]{2,32}(?:_[a-z]{1,32}){0,4}=(?=[^=])")
 _DOTTED_NUMBER = re.compile(r"\d{1,32}(?:\.\d{1,32}){1,32}")
 # A value naming a credential field or variable rather than holding one (AWS_ACCESS_KEY_ID, AWSAccessKeyId).
@@ -151,13 +156,13 @@ _KEYWORD = (
     # code's short name for a pattern (HEX_PAT = "[0-9A-F]").
     r"|(?<![A-Za-z])(?:github|gh|gitlab|gl|devops|ado|azdo|azure|vsts|tfs|bitbucket|bb|docker|dockerhub|hub|hf"
     r"|huggingface|figma|airtable|atlassian|jira|confluence|git|personal)[_.\-]?pat"
-    r"|(?:api|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
+    r"|(?:api|app|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
 # password_b64) -- a closed list: token_type, secret_name or password_file name something else.
-_KEY_SUFFIX = r"(?:[_.\-]?(?:[0-9]{1,8}|value|val|string|str|b64|base64|hex|raw|plain|plaintext|bytes|literal))"
+_KEY_SUFFIX = r"(?:[_.\-]?(?:[0-9]{1,8}|value|val|string|str|b64|base64|hex|raw|plain|plaintext|bytes|literal|base))"
 _KEY_SUFFIX_REVERSED = (
-    r"(?:(?:[0-9]{1,8}|eulav|lav|gnirts|rts|46b|46esab|xeh|war|nialp|txetnialp|setyb|laretil)[_.\-]?)"
+    r"(?:(?:[0-9]{1,8}|eulav|lav|gnirts|rts|46b|46esab|xeh|war|nialp|txetnialp|setyb|laretil|esab)[_.\-]?)"
 )
 _KEY_TAIL = re.compile(_KEYWORD + r"\Z", re.IGNORECASE)
 # How every _KEYWORD match ends (pass-word/-wd/-phrase, p-wd, secret, token, auth, ...key): a key that does not end
@@ -236,6 +241,10 @@ def assignment_value_ok(
         return False  # creds = " --username=" + auth: a command-line flag being assembled
     if v.startswith("arn:"):
         return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
+    if _ID_AND_PATH.match(v) or _CMDLET.fullmatch(v):
+        return False  # LoadCredential=db-password:/etc/credstore/...: a file; ConvertTo-SecureString: a cmdlet
+    if not password and _NAMESPACED.fullmatch(v):
+        return False  # _SAR_APP_KEY = "serverlessrepo:applicationId": a namespaced name, no key has only words
     if v.endswith(".apps.googleusercontent.com"):
         return False  # a Google OAuth client id: public, sent in every sign-in redirect
     if not quoted and _NAMED_VALUE.match(v):
@@ -1724,6 +1733,9 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s_sq>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             r"(?<![\w-])(?i:net[ \t]{1,4}+use)[^\r\n]{0,256}?[ \t]/user:[^\s]{1,128}+[ \t]{1,4}+"
             r"(?P<s_nu>[^\s'\"`$/*-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            # PowerShell: ConvertTo-SecureString "VALUE" -AsPlainText -Force
+            r"ConvertTo-SecureString[ \t]{1,8}+(?:-String[ \t]{1,8}+)?(?P<q>['\"])(?P<s_ps>[^'\"\r\n$]{1,256}+)(?P=q)"
+            r"[ \t]{1,8}+-AsPlainText",
             check=_cli_check,
         ),
         anchors=(
@@ -1735,7 +1747,19 @@ RULES: tuple[Rule, ...] = (
             r"-a(?<=[ \t]-a)",
             r"-P(?<=[ \t]-P)",
             r":(?<=/user:)",
+            "ConvertTo-SecureString",
         ),
+    ),
+    # An LDAP client's bind password as its config files write it: ldap.conf / nslcd.conf ``bindpw VALUE``,
+    # slapd.conf ``rootpw VALUE``, sssd.conf ``ldap_default_authtok = VALUE``. A stored hash ({SSHA}...) is not one.
+    Rule(
+        "ldap_password",
+        _regex(
+            r"(?m)^[ \t]{0,16}+(?:bindpw|rootpw|ldap_default_authtok|ldap_bind_pw|bind_pw|BINDPW|ROOTPW|LDAP_DEFAULT_AUTHTOK|BIND_PW)(?:[ \t]{0,8}+[=:][ \t]{0,8}+|[ \t]{1,8}+)"
+            r"(?P<q>['\"]?)(?P<s>[^\s'\"{][^\s'\"]{2,255}+)(?P=q)[ \t]{0,8}+\r?$",
+            check=lambda _m, s: assignment_value_ok(s, quoted=True, password=True),
+        ),
+        anchors=("bindpw", "rootpw", "authtok", "bind_pw", "BINDPW", "ROOTPW", "AUTHTOK", "BIND_PW"),
     ),
     # A PostgreSQL password file (.pgpass) line, hostname:port:database:username:password: the rest of the line.
     Rule(
@@ -1783,14 +1807,18 @@ RULES: tuple[Rule, ...] = (
             r"(?<![\w-])(?:key|name)[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{1,8}+value[ \t]{0,4}+=[ \t]{0,4}+"
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
             # <entry key="db.password">v</entry> (Java's XML properties), <string name="api_key">v</string> (Android)
-            r"<(?P<t>[\w.\-]{1,64}+)[ \t]{1,8}+(?:key|name)[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\"[ \t]{0,8}+>"
+            r"<(?P<t>[\w.\-]{1,64}+)[ \t]{1,8}+(?:key|name)[ \t]{0,4}+=[ \t]{0,4}+\"(?P<k>[^\"\s]{1,64}+)\""
+            r"(?:[ \t]{1,8}+[\w:.\-]{1,64}+[ \t]{0,4}+=[ \t]{0,4}+\"[^\"<>]{0,128}+\"){0,4}+[ \t]{0,8}+>"
             r"(?P<s>[^<>\s]{1,256}+)</(?P=t)>",
+            # An Apple property list: <key>PartnerApiKey</key> <string>v</string>
+            r"<key>(?P<k>[\w.\-]{1,64}+)</key>[ \t\r\n]{0,64}+<string>(?P<s>[^<>\s]{1,256}+)</string>",
             r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
             # An environment entry as Kubernetes, Compose and ECS write it: name: DB_PASSWORD / value: ...
             r"(?<![\w-])name:[ \t]{0,8}+['\"]?(?P<k>[\w.\-]{1,64}+)['\"]?[ \t]{0,8}+\r?\n[ \t]{0,64}+value:[ \t]{0,8}+"
             r"(?P<q>['\"]?)(?P<s>[^'\"\s#][^'\"\s]{0,255}+)(?P=q)[ \t]{0,8}+(?=\r?\n|\Z)",
-            r"\"[Nn]ame\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
+            # {"name": "DB_PASSWORD", "value": "..."} (ECS, Kubernetes JSON), {"key": "...", "value": ...} (Postman)
+            r"\"(?:[Nn]ame|[Kk]ey)\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
             r"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\s]{1,256}+)\"",
             check=lambda m, secret: _keyed_value(m.group("k"), secret),
         ),
@@ -1802,6 +1830,8 @@ RULES: tuple[Rule, ...] = (
             r"\n[ \t]{0,64}value:",
             '"value"',
             '"Value"',
+            "</key>",
+            "</string>",
         ),
     ),
     Rule(

@@ -481,6 +481,23 @@ TRUE_POSITIVES = [
         "VALUES ('billing', '" + (k := "ATCTT3xFfGN0" + rnd(180, B62 + "_-") + "=C71B1076") + "')",
         k,
     ),
+    # A second blind set: config files' own shapes.
+    (
+        "sensitive_config_value",
+        '{\n  "key": "jwtSecret",\n  "value": "' + (k := rnd(30) + "7!") + '",\n  "type": "secret"\n}',
+        k,
+    ),
+    ("sensitive_config_value", "<key>PartnerApiKey</key>\n<string>" + (k := rnd(30) + "42") + "</string>", k),
+    (
+        "sensitive_config_value",
+        '<string name="elastic_password" translatable="false">' + (k := rnd(14) + "7!") + "</string>",
+        k,
+    ),
+    ("ldap_password", "binddn cn=readonly,dc=corp,dc=local\nbindpw " + (k := "rocket-orange-tiger-10") + "\n", k),
+    ("ldap_password", "[domain/corp]\nldap_default_authtok = " + (k := rnd(10) + "-1648"), k),
+    ("sensitive_assignment", "*/15 * * * * SECRET_KEY_BASE='" + (k := rnd(128, HEX)) + "' /opt/jobs/sync.py", k),
+    ("sensitive_assignment", "appKey=" + (k := "base64:" + rnd(43, B64) + "="), k),
+    ("cli_password", '$pass = ConvertTo-SecureString "' + (k := rnd(20) + "3!") + '" -AsPlainText -Force', k),
 ]
 
 # (rule that must NOT fire, text)
@@ -834,6 +851,21 @@ FALSE_POSITIVES = [
     ),
     ("credential_fallback", 'const n = user.name || "anonymous"; t = process.env.TOKEN || ""; x = TOKEN || "changeme"'),
     ("basic_auth", 'msg = "Basic authentication failed"; hint = "Basic dXNlcm5hbWU6"'),
+    # Filter markers, template blanks, a credential file's path, a cmdlet, a stored LDAP hash.
+    (
+        "sensitive_assignment",
+        '{"password": "[FILTERED]", "token": "***"}\nenvironment { AUTH_TOKEN = \'[FILTERED]\' }\n'
+        "LoadCredential=db-password:/etc/credstore/db-password\n$cred = ConvertTo-SecureString $plain -AsPlainText",
+    ),
+    (
+        "sensitive_config_value",
+        "define( 'DB_PASSWORD', 'password_here' ); define( 'AUTH_KEY', 'put your unique phrase here' );",
+    ),
+    (
+        "sensitive_config_value",
+        '<string name="app_name" translatable="false">My App</string><key>CFBundleName</key><string>Acme</string>',
+    ),
+    ("ldap_password", "rootpw {SSHA}" + rnd(32, B64) + "\nbindpw <password>\nbindpw ${LDAP_PW}"),
 ]
 
 
