@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import itertools
 import json
 import re
 import re._constants as _sre_constants
@@ -156,7 +157,7 @@ _KEYWORD = (
     # code's short name for a pattern (HEX_PAT = "[0-9A-F]").
     r"|(?<![A-Za-z])(?:github|gh|gitlab|gl|devops|ado|azdo|azure|vsts|tfs|bitbucket|bb|docker|dockerhub|hub|hf"
     r"|huggingface|figma|airtable|atlassian|jira|confluence|git|personal)[_.\-]?pat"
-    r"|(?:api|app|access|secret|private|auth|master|encryption|signing|client)[_.\-]?key)"
+    r"|(?:api|app|access|secret|private|auth|master|encryption|signing|client|storage|account)[_.\-]?key)"
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
 # password_b64) -- a closed list: token_type, secret_name or password_file name something else.
@@ -913,7 +914,8 @@ _PROSE_VERB = r"[ \t]{1,4}+(?i:is|was|is now|is still|will be|changed to|set to|
 # utf-8), or a word after a dash (2FA-protected).
 _PROSE_DESCRIPTION = re.compile(
     r"(?i:sha-?\d|md5|bcrypt|argon2|pbkdf2|scrypt|base64|utf-?8|aes-?\d|rsa-?\d|x509|oauth|http|ssl|tls|2fa|mfa|"
-    r"otp|\d+(?:st|nd|rd|th|char|chars|characters|digits?|letters?|bytes?|bits?|days?|hours?|minutes?)\b)|-[a-z]{4,}"
+    r"otp|(?<![A-Za-z])\d+(?:st|nd|rd|th|char|chars|characters|digits?|letters?|bytes?|bits?|days?|hours?|minutes?)\b)"
+    r"|-[a-z]{4,}"
 )
 
 
@@ -956,6 +958,271 @@ def _prose_value(secret: str) -> bool:
         return True
     symbol = any(not c.isalnum() for c in secret)
     return len(secret) >= 8 and symbol and any(c.isupper() for c in secret) and any(c.islower() for c in secret)
+
+
+# Credentials named in prose, chat and wiki tables (a knowledge store's own texts): "AWS secret key for the qa
+# account: <value>", "here's the Datadog API key: <value>", "reset the NAS password to <value>", "pw: <value>",
+# a table whose Password column or whose row label names the credential. The noun is a whole word in one of three
+# casings (the anchors); a bare "key" counts only after a word saying what it unlocks (API key, account key).
+_PROSE_NOUN = re.compile(
+    r"(?<![A-Za-z0-9.\-/$@:])(?P<n>[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
+    r"|[Cc]redentials?|[Ll]ogin)(?![\w\-@])"
+)
+# Lowercase tails every casing the noun pattern takes holds (a substring test each), and "Key" (one branch of the
+# combined anchor search under "K"): prose writes the nouns lower case or Capitalized.
+_PROSE_NOUN_ANCHORS = (
+    "assword",
+    "asswd",
+    "assphrase",
+    "pwd",
+    "pw:",
+    "ecret",
+    "oken",
+    "key",
+    "Key",
+    "reds",
+    "redential",
+    "ogin",
+)
+_KEY_QUALIFIERS = frozenset(
+    "api access secret account signing app license ingest storage master private auth client encryption admin "
+    "service rest webhook hmac bot deploy personal sas".split()
+)
+# Words before "token" naming something that is no credential: a form's, a page's or a model's token.
+_TOKEN_NOT = frozenset("csrf xsrf page next pagination continuation sync cancellation max input output prompt".split())
+_PROSE_CONNECTORS = frozenset({":", "=", "->", "=>", "\u2192", "\u2014", "\u2013", "-", "is", "was", "now", "to", "|"})
+_PROSE_STRIP = "`'\"()[]<>*"
+_SENTENCE_END = ".,;!?"
+_SENTENCE_STOP = (".", ";", "!", "?")
+# Kinds of key that lock nothing: a table's, a cache's, a map's, a public one.
+_KEY_NOT = frozenset(
+    "primary foreign sort partition cache public composite unique idempotency ssh gpg pgp host lookup dictionary "
+    "registry hash map object bucket row shard routing translation i18n license_plate music answer the a an"
+    " publishable".split()
+)
+# An identifier's words (order_id_2024_v2, billing-api-prod): no part a random run of twelve or more.
+_SNAKE_OR_KEBAB = re.compile(r"[a-z][a-z0-9]{0,11}(?:[_\-][a-z0-9]{1,11})+")
+
+
+def _password_noun(noun: str) -> bool:
+    return noun.lower() in ("password", "passwd", "passphrase", "pw", "pwd", "login")
+
+
+def _prose_key_value(value: str) -> bool:
+    """A key or token as prose gives it: 16+ characters of a token's alphabet with two digits or more (hex
+    included), or 30+ of base64 in both cases; no word, UUID, path, URL, version or placeholder."""
+    if not 16 <= len(value) <= 256 or re.fullmatch(r"[A-Za-z0-9+/=_\-.~]+", value) is None:
+        return False
+    if _prose_describes(value) or _UUID.fullmatch(value):
+        return False
+    if value.startswith(("pk_live_", "pk_test_")):
+        return False  # a Stripe publishable key: meant for the browser
+    if _TYPE_NAME.fullmatch(value) or _EPOCH_VERSION.match(value):
+        return False  # PKCS12PrivateKeyTypes, 1:4.13+dfsg1-1: a type's or a package version's name
+    if re.fullmatch(r"[A-Za-z0-9+/=_\-.~]+", value) is None or value.isalpha() or _SNAKE_OR_KEBAB.fullmatch(value):
+        return False
+    digits = sum(c.isdigit() for c in value)
+    if digits >= 2 and any(c.isalpha() for c in value):
+        return True
+    return len(value) >= 30 and any(c.isupper() for c in value) and any(c.islower() for c in value)
+
+
+def _prose_password_value(value: str) -> bool:
+    """A password as prose gives it (6+ characters): letters with digits, or 8+ with a symbol and both cases."""
+    return (
+        6 <= len(value) <= 128
+        and value.lower() not in _MESSAGE_WORDS
+        and _EPOCH_VERSION.match(value) is None
+        and _prose_value(value)
+    )
+
+
+# A package version as Debian and RPM write it: epoch:upstream (1:4.13+dfsg1-1), or a dotted number first.
+_EPOCH_VERSION = re.compile(r"\d{1,9}(?::\d|\.\d)")
+
+
+def _noun_applies(text: str, m: re.Match[str]) -> bool:
+    """Whether the credential noun at ``m`` names a credential here (a bare key or a form's token does not)."""
+    noun = m.group("n").lower()
+    if m.start() > 0 and text[m.start() - 1] == "_":  # an identifier's tail in prose: "api_key -> ..."
+        head = m.start() - 1
+        while head > 0 and (text[head - 1].isalnum() or text[head - 1] == "_"):
+            head -= 1
+        return sensitive_key(text[head : m.end()])
+    line_start = text.rfind("\n", max(0, m.start() - 40), m.start()) + 1
+    before = text[max(line_start, m.start() - 40) : m.start()].split()
+    prev = before[-1].strip(_PROSE_STRIP).lower() if before else ""
+    prev2 = before[-2].strip(_PROSE_STRIP).lower() if len(before) > 1 else ""
+    if noun == "key":
+        word = before[-1].strip(_PROSE_STRIP) if before else ""
+        named = word[:1].isupper() and word.isalnum() and prev not in _KEY_NOT  # a provider's: the Datadog key
+        return prev in _KEY_QUALIFIERS or named or (prev2 in _KEY_QUALIFIERS and prev in ("access", "key", "secret"))
+    if noun == "token":
+        return prev not in _TOKEN_NOT
+    return True
+
+
+def _cell_spans(line: str, offset: int) -> list[tuple[str, int, int]]:
+    """The cells (stripped text, start, end) of a Markdown table row."""
+    cells, pos = [], line.index("|") + 1
+    while (bar := line.find("|", pos)) != -1:
+        raw = line[pos:bar]
+        inner = raw.strip()
+        lead = raw.find(inner) if inner else 0
+        cells.append((inner.strip("`"), offset + pos + lead + (1 if inner.startswith("`") else 0), 0))
+        cells[-1] = (cells[-1][0], cells[-1][1], cells[-1][1] + len(cells[-1][0]))
+        pos = bar + 1
+    return cells
+
+
+_TABLE_LINE = 512  # longer lines are no table's rows (and each is read once: see _find_prose_secrets)
+
+
+def _line_start(text: str, pos: int) -> int | None:
+    """Where the line holding ``pos`` starts, if within _TABLE_LINE characters."""
+    start = text.rfind("\n", max(0, pos - _TABLE_LINE), pos) + 1
+    return start if start > 0 or pos < _TABLE_LINE else None
+
+
+def _line_end(text: str, pos: int) -> int | None:
+    """Where the line holding ``pos`` ends (its newline, or the text's end), if within _TABLE_LINE characters."""
+    end = text.find("\n", pos, pos + _TABLE_LINE)
+    if end != -1:
+        return end
+    return len(text) if len(text) - pos < _TABLE_LINE else None
+
+
+def _table_values(text: str, m: re.Match[str], password: bool) -> Iterator[Span]:
+    """A noun inside a Markdown table: the column it heads (rows below), or the row it labels (cells after it)."""
+    start = _line_start(text, m.start())
+    end = _line_end(text, m.end())
+    if start is None or end is None:
+        return  # no table's row is that long
+    line = text[start:end]
+    if not line.lstrip().startswith("|"):
+        return
+    cells = _cell_spans(line, start)
+    col = next((i for i, (_, a, b) in enumerate(cells) if a <= m.start() < max(b, a + 1)), None)
+    if col is None:
+        return
+    nxt = _line_end(text, end + 1) if end < len(text) else None
+    separator = text[end + 1 : nxt].strip() if nxt is not None else ""
+    if nxt is not None and separator.startswith("|") and set(separator) <= set("|-: \t"):  # a header: its column
+        row_start = nxt + 1
+        for _ in range(_CSV_MAX_ROWS):
+            if row_start > len(text):
+                return
+            row_end = _line_end(text, row_start)
+            if row_end is None:
+                return
+            row = text[row_start:row_end]
+            if not row.lstrip().startswith("|"):
+                return
+            row_cells = _cell_spans(row, row_start)
+            if col < len(row_cells):
+                value, a, b = row_cells[col]
+                if value and (_prose_password_value(value) if password else _prose_key_value(value)):
+                    yield a, b
+            row_start = row_end + 1
+        return
+    for value, a, b in cells[col + 1 :]:  # a row labelled by the credential: the value in a later cell
+        if value and (_prose_password_value(value) if password else _prose_key_value(value)):
+            yield a, b
+            return
+
+
+def _find_prose_secrets(text: str) -> Iterator[Span]:
+    """Credentials named in prose: the first value after the noun and a connector (or right after the noun)."""
+    tables_read: set[int | None] = set()
+    for m in _PROSE_NOUN.finditer(text):
+        if text[m.end() : m.end() + 1] in ("(", "}", "=") or not _noun_applies(text, m):
+            continue  # validate_password(...), ${DB_PASSWORD}, token=...: a call, a template, an assignment
+        if text[m.start() - 1 : m.start()] == "_" and text[m.end() : m.end() + 8].lstrip(" \t")[:1] in _GLUE_FIRST:
+            continue  # db_password=..., api_key: ..., db_password,v: an assignment's or a row's, not prose
+        noun = m.group("n").lower()
+        password = _password_noun(noun)
+        if "|" in text[max(0, m.start() - 200) : m.start()] and noun not in _PAIR_NOUNS:
+            line = _line_start(text, m.start())
+            if line not in tables_read:  # each table line once: a line of many nouns costs one read
+                tables_read.add(line)
+                found = list(_table_values(text, m, password))
+                if found:
+                    yield from found
+                    continue
+        end = text.find("\n", m.end(), m.end() + 200)  # bounded: a long line must not make the scan quadratic
+        window = text[m.end() : m.end() + 200 if end == -1 else end]
+        tokens = [(t.start() + m.end(), t.group()) for t in itertools.islice(_WORDS.finditer(window), 8)]
+        found_span = _pair_value(tokens) if noun in _PAIR_NOUNS else _named_value(tokens, password)
+        if found_span is not None:
+            yield found_span
+
+
+_PAIR_NOUNS = frozenset({"login", "creds", "credentials"})
+_WORDS = re.compile(r"\S+")
+_GLUE_FIRST = ("=", ":", ",", '"', "'", "")
+
+
+def _core(word: str) -> str:
+    """A word without the quotes, brackets and closing punctuation around it."""
+    core = word
+    while len(core) > 1 and (core[0] in _PROSE_STRIP + ",;" or core[-1] in _PROSE_STRIP + _SENTENCE_END):
+        core = core[1:] if core[0] in _PROSE_STRIP + ",;" else core[:-1]
+    return core
+
+
+# A word of code or markup (getenv("DB_PASSWORD"), ${REDIS_PASSWORD}@redis, =KEY.encode(), &#x3C;<span): an opening
+# bracket or quote past the word's first character, a brace, an angle bracket or an entity, or a leading '='.
+_CODE_CHARS = re.compile(r"^=|(?<=.)[(\[\"']|[{}<>]|&#?\w+;")
+
+
+def _code_word(word: str) -> bool:
+    return _CODE_CHARS.search(word.strip("`'\"").rstrip(".,;:!?)]")) is not None
+
+
+def _connector(word: str) -> bool:
+    core = word.strip(_PROSE_STRIP)
+    return core.lower() in _PROSE_CONNECTORS or (len(core) > 1 and core.endswith(":"))
+
+
+def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
+    """The value after a credential's noun: right after it, or the first token after a connector."""
+    connected = False
+    for i, (at, word) in enumerate(tokens):
+        if _connector(word):
+            connected = True
+            continue
+        if not (connected or i == 0):  # a word between the noun and its connector ("for the qa account:")
+            if word.rstrip(_PROSE_STRIP).endswith(_SENTENCE_STOP):
+                return None
+            continue
+        value = _core(word)
+        if not value.strip(_SENTENCE_END):
+            continue  # a bare comma or dash
+        if len(value) > 256 or _code_word(word) or is_placeholder(word):
+            return None  # getenv("X"), [REDACTED:...], <your-key>: code, masked, or a blank to fill
+        if _prose_password_value(value) if password else _prose_key_value(value):
+            a = at + word.find(value)
+            return a, a + len(value)
+        if connected or word.rstrip(_PROSE_STRIP).endswith(_SENTENCE_STOP):
+            return None  # what follows the connector is no credential, or the sentence ended
+    return None
+
+
+def _pair_value(tokens: list[tuple[int, str]]) -> Span | None:
+    """The password of a user/password pair after "login", "creds" or "credentials": user:password, user/password,
+    or user / password."""
+    words = [(at, word, _core(word)) for at, word in tokens if not _connector(word) or word.strip() == "/"]
+    for j, (at, word, core) in enumerate(words[:4]):
+        if len(core) > 256 or _code_word(word) or is_placeholder(word):
+            return None
+        user, sep, pw = core.partition(":") if ":" in core else core.partition("/")
+        if not sep and j + 2 < len(words) and words[j + 1][2] == "/":
+            at, word, pw = words[j + 2][0], words[j + 2][1], words[j + 2][2]
+            user, sep = core, "/"
+        if sep and user[:1].isalpha() and _prose_password_value(pw) and not _URL.match(core):
+            a = at + word.rfind(pw)
+            return a, a + len(pw)
+    return None
 
 
 def _der_private_key(secret: str) -> bool:
@@ -1417,7 +1684,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "doppler_token",
-        _regex(_L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _R),
+        # dp.st.TOKEN, or with its environment's slug: dp.st.prd.TOKEN
+        _regex(_L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_\-]{2,35}+\.)?[A-Za-z0-9]{40,44}" + _R),
         anchors=(r"\.(?<=dp\.)(?:pt|st|sa|ct|scim|audit)\.",),
     ),
     Rule("postman_api_key", _regex(_L + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _R), anchors=("PMAK-",)),
@@ -1726,7 +1994,7 @@ RULES: tuple[Rule, ...] = (
             # sshpass -p VALUE, redis-cli -a VALUE, and mysql's attached -pVALUE
             r"(?<![\w-])(?:sshpass[ \t]{1,4}+-p|redis-cli(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,6}?[ \t]{1,4}+-a)"
             r"[ \t]{0,4}+['\"]?(?P<s_sp>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
-            r"(?<![\w-])mysql(?:dump|admin|import|check)?(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-p"
+            r"(?<![\w-])mysql(?:dump|admin|import|check)?(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-p['\"]?"
             r"(?P<s_my>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
             # SQL Server's sqlcmd / bcp / osql -P VALUE, and Windows' net use ... /user:NAME VALUE
             r"(?<![\w-])(?:sqlcmd|bcp|osql)(?:[ \t]{1,4}+[^\s|;&]{1,256}+){0,8}?[ \t]{1,4}+-P[ \t]{1,4}+['\"]?"
@@ -1893,6 +2161,7 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=("pi key", "PI key", "PI Key", "PI KEY"),
     ),
+    Rule("prose_secret", _find_prose_secrets, anchors=_PROSE_NOUN_ANCHORS),
     # A credential's setting named in prose with its value, as incident notes and chat tell it: "found SECRET_KEY
     # was set to 06c3...", "`API_TOKEN` is now Gp9...". The name is an identifier with underscores naming a
     # credential; only a long value mixing letters and digits counts (_prose_token).
@@ -1909,7 +2178,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 # The union of every rule's anchors, and of every rule's keywords (searched in the reversed text).
-_ANY_LITERAL = tuple(a for rule in RULES for a in rule.anchors if _LITERAL_ANCHOR.fullmatch(a))
+_ANY_LITERAL = tuple(dict.fromkeys(a for rule in RULES for a in rule.anchors if _LITERAL_ANCHOR.fullmatch(a)))
+# Enough to tell whether any literal anchor occurs: those holding no other one ("pi key" holds "key").
+_LITERAL_PROBES = tuple(a for a in _ANY_LITERAL if not any(b != a and b in a for b in _ANY_LITERAL))
 
 
 def _union(anchors: list[str]) -> str:
@@ -1960,10 +2231,17 @@ for _i, _rule in enumerate(RULES):
 _SPOTS = 8
 
 
+def _has_literal(text: str) -> bool:
+    for a in _LITERAL_PROBES:  # a plain loop: a generator's frames cost as much as the substring tests
+        if a in text:
+            return True
+    return False
+
+
 def triggered(text: str) -> list[tuple[int, Rule]]:
     """The rules (with their position in RULES) whose anchors occur in ``text``: no other rule can match it."""
     first = _ANY_ANCHOR.search(text)
-    literal = first is None and any(a in text for a in _ANY_LITERAL)
+    literal = first is None and _has_literal(text)
     # Every keyword pattern starts with ':' or '=' in the reversed text, so without either there is nothing to reverse.
     reversed_text = text[::-1] if ":" in text or "=" in text else ""
     keyword = _ANY_KEYWORD.search(reversed_text) if reversed_text else None

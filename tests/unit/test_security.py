@@ -498,6 +498,22 @@ TRUE_POSITIVES = [
     ("sensitive_assignment", "*/15 * * * * SECRET_KEY_BASE='" + (k := rnd(128, HEX)) + "' /opt/jobs/sync.py", k),
     ("sensitive_assignment", "appKey=" + (k := "base64:" + rnd(43, B64) + "="), k),
     ("cli_password", '$pass = ConvertTo-SecureString "' + (k := rnd(20) + "3!") + '" -AsPlainText -Force', k),
+    # A third blind set: credentials named in prose, chat, tickets and wiki tables.
+    ("prose_secret", "AWS secret key for the qa account: " + (k := rnd(36, B64) + "7a/Q"), k),
+    ("prose_secret", "swapped in the backup Datadog API key " + (k := rnd(32, HEX)) + " at 09:40", k),
+    ("prose_secret", "Twilio auth token -> " + (k := rnd(30, HEX) + "1f"), k),
+    ("prose_secret", "AuthenticationError: Invalid API key provided: " + (k := rnd(30) + "42"), k),
+    ("prose_secret", "the NAS password got reset to " + (k := rnd(12) + "7%q"), k),
+    ("prose_secret", "ValueError: invalid credentials (postgres:" + (k := "Passw0rd!38") + ")", k),
+    ("prose_secret", "login is ci-runner / " + (k := "Globex2020@4"), k),
+    (
+        "prose_secret",
+        "| Service | User | Password |\n|---|---|---|\n| RabbitMQ | support | " + (k := "Coffee!Falcon7") + " |",
+        k,
+    ),
+    ("prose_secret", "| AWS secret access key (indexer) | qa | " + (k := rnd(38, B64) + "5K") + " |", k),
+    ("prose_secret", "Meeting notes\napi_key -> " + (k := rnd(19) + "69"), k),
+    ("doppler_token", "new Doppler service token is " + (k := "dp.st.prd." + rnd(43)), k),
 ]
 
 # (rule that must NOT fire, text)
@@ -866,6 +882,20 @@ FALSE_POSITIVES = [
         '<string name="app_name" translatable="false">My App</string><key>CFBundleName</key><string>Acme</string>',
     ),
     ("ldap_password", "rootpw {SSHA}" + rnd(32, B64) + "\nbindpw <password>\nbindpw ${LDAP_PW}"),
+    # Prose about credentials, masked and placeholder values, and code that names them.
+    (
+        "prose_secret",
+        "Rotate the API key every 90 days; the password must contain a symbol; tokens expire after an hour. The secret to"
+        " good latency is caching. Key results for Q3: 4 launches. API key ending in ...4f2a; API key: <your-api-key>;"
+        " used 4,096 tokens. Primary key: order_id_2024_v2. Publishable key for checkout: pk_live_" + rnd(24) + ".",
+    ),
+    (
+        "prose_secret",
+        "DB_PASSWORD = os.getenv('DB_PASSWORD')\nctx.load_cert_chain(CERT, password=KEY_PASSWORD.encode())\n"
+        "validate_password('password123')\nREDIS_URL=redis://:${REDIS_PASSWORD}@redis:6379/0\n"
+        "key: PKCS12PrivateKeyTypes | None\napt\tlogin\t1:4.13+dfsg1-1+deb12u1\nlogin is via SSO at https://sso.acme.io",
+    ),
+    ("doppler_token", "Doppler tokens look like dp.st.<env>.<40 characters>; dp.pt.xxxxxxxxxx"),
 ]
 
 
