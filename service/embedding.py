@@ -12,15 +12,16 @@ exact scan in small domains). The lexical top is ranked by the sum, over the pos
 the posting's stored saturation ``imp`` (tf saturated at a fixed reference length); a rare term's postings are read
 whole, a common term's PER_TERM strongest only, so a very common term costs a bounded scan. Every candidate is then
 rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``, equal scores oldest first (the seq of
-the item's last write: insertion order for items never rewritten, as the spec's stable sort keeps it). When fewer than k items score above
-zero, the rest of the k are the other items of the filtered set at score 0.0, in insertion order (the spec's
-search ranks every candidate; an exact zero means no overlap at all, which callers such as retrieve_action
-exclude as evidence).
+the item's last write: insertion order for items never rewritten, as the spec's stable sort keeps it). When fewer
+than k items score above zero, the rest of the k are the other items of the filtered set at score 0.0, in
+insertion order (the spec's search ranks every candidate; an exact zero means no overlap at all, which callers
+such as retrieve_action exclude as evidence).
 
 Queries are tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped). A non-text query (a
 number, a dict of fields, a list) is serialized as payloads are and ranked by ``lex`` alone, the spec's lexical
-fallback for it; None matches nothing. An unknown kind filters out every item (as ``all(kind=...)`` does). An empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches
-nothing: every item scores 0.0. NUL characters are treated as spaces. A scope no item can have (NUL, lone
+fallback for it; None matches nothing. An unknown kind filters out every item (as ``all(kind=...)`` does). An
+empty or whitespace-only query, or one with no word token at all (only punctuation or stopwords), matches nothing:
+every item scores 0.0. NUL characters are treated as spaces. A scope no item can have (NUL, lone
 surrogate) is an empty domain.
 """
 
@@ -166,12 +167,12 @@ def _check(query: Any, kind: Any, scope: Any) -> str:
         raise InvalidArgument(f"kind must be None or a string, got {type(kind).__name__}")
     if scope is not None and (not isinstance(scope, str) or not scope.strip()):
         raise InvalidArgument(f"scope must be None or a non-empty string, got {scope!r}")
-    query = query_text(query)
+    query = _query_text(query)
     # PostgreSQL text holds neither NUL nor lone surrogates: a query gets spaces / U+FFFD for them.
     return query[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
-def query_text(query: Any) -> str:
+def _query_text(query: Any) -> str:
     """A query's text: a string as it is; a non-text query (a number, a dict of fields, a list) as the words it
     holds, serialized as payloads are (None holds none)."""
     if isinstance(query, str):
@@ -244,7 +245,7 @@ def embedder_status(store: Substrate) -> list[dict[str, Any]]:
     ]
 
 
-def search(store: Substrate, query: str, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
+def search(store: Substrate, query: Any, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
     """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
     q = _check(query, kind, scope)
     if k == 0 or not _storable(scope) or (kind is not None and kind not in MODALITIES):

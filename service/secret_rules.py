@@ -962,8 +962,8 @@ def _prose_value(secret: str) -> bool:
 
 # Credentials named in prose, chat and wiki tables (a knowledge store's own texts): "AWS secret key for the qa
 # account: <value>", "here's the Datadog API key: <value>", "reset the NAS password to <value>", "pw: <value>",
-# a table whose Password column or whose row label names the credential. The noun is a whole word in one of three
-# casings (the anchors); a bare "key" counts only after a word saying what it unlocks (API key, account key).
+# a table whose Password column or whose row label names the credential. The noun is a whole word, lower case or
+# Capitalized (the anchors); a bare "key" counts only after a word saying what it unlocks (API key, account key).
 _PROSE_NOUN = re.compile(
     r"(?<![A-Za-z0-9.\-/$@:])(?P<n>[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
     r"|[Cc]redentials?|[Ll]ogin)(?![\w\-@])"
@@ -997,11 +997,11 @@ _SENTENCE_STOP = (".", ";", "!", "?")
 # Kinds of key that lock nothing: a table's, a cache's, a map's, a public one.
 _KEY_NOT = frozenset(
     "primary foreign sort partition cache public composite unique idempotency ssh gpg pgp host lookup dictionary "
-    "registry hash map object bucket row shard routing translation i18n license_plate music answer the a an"
-    " publishable".split()
+    "registry hash map object bucket row shard routing translation i18n music answer the a an publishable".split()
 )
 # An identifier's words (order_id_2024_v2, billing-api-prod): no part a random run of twelve or more.
 _SNAKE_OR_KEBAB = re.compile(r"[a-z][a-z0-9]{0,11}(?:[_\-][a-z0-9]{1,11})+")
+_KEY_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 
 
 def _password_noun(noun: str) -> bool:
@@ -1011,7 +1011,7 @@ def _password_noun(noun: str) -> bool:
 def _prose_key_value(value: str) -> bool:
     """A key or token as prose gives it: 16+ characters of a token's alphabet with two digits or more (hex
     included), or 30+ of base64 in both cases; no word, UUID, path, URL, version or placeholder."""
-    if not 16 <= len(value) <= 256 or re.fullmatch(r"[A-Za-z0-9+/=_\-.~]+", value) is None:
+    if not 16 <= len(value) <= 256 or _KEY_CHARS.fullmatch(value) is None or value.isalpha():
         return False
     if _prose_describes(value) or _UUID.fullmatch(value):
         return False
@@ -1019,7 +1019,7 @@ def _prose_key_value(value: str) -> bool:
         return False  # a Stripe publishable key: meant for the browser
     if _TYPE_NAME.fullmatch(value) or _EPOCH_VERSION.match(value):
         return False  # PKCS12PrivateKeyTypes, 1:4.13+dfsg1-1: a type's or a package version's name
-    if re.fullmatch(r"[A-Za-z0-9+/=_\-.~]+", value) is None or value.isalpha() or _SNAKE_OR_KEBAB.fullmatch(value):
+    if _SNAKE_OR_KEBAB.fullmatch(value):
         return False
     digits = sum(c.isdigit() for c in value)
     if digits >= 2 and any(c.isalpha() for c in value):
@@ -1064,13 +1064,14 @@ def _noun_applies(text: str, m: re.Match[str]) -> bool:
 
 def _cell_spans(line: str, offset: int) -> list[tuple[str, int, int]]:
     """The cells (stripped text, start, end) of a Markdown table row."""
-    cells, pos = [], line.index("|") + 1
+    cells: list[tuple[str, int, int]] = []
+    pos = line.index("|") + 1
     while (bar := line.find("|", pos)) != -1:
         raw = line[pos:bar]
         inner = raw.strip()
-        lead = raw.find(inner) if inner else 0
-        cells.append((inner.strip("`"), offset + pos + lead + (1 if inner.startswith("`") else 0), 0))
-        cells[-1] = (cells[-1][0], cells[-1][1], cells[-1][1] + len(cells[-1][0]))
+        value = inner.strip("`")
+        start = offset + pos + (raw.find(value) if value else 0)
+        cells.append((value, start, start + len(value)))
         pos = bar + 1
     return cells
 

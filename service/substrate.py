@@ -304,9 +304,10 @@ class Substrate:
         reindex(self)
 
     def search(
-        self, query: str, k: int = 5, *, kind: str | None = None, scope: str | None = None
+        self, query: Any, k: int = 5, *, kind: str | None = None, scope: str | None = None
     ) -> list[tuple[SubstrateItem, float]]:
-        """The k most relevant items as (item, score), best first; k is an exact non-negative int."""
+        """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
+        (a number, a dict of fields) ranks by lexical overlap alone."""
         require_count(k, "k")
         from service.embedding import search
 
