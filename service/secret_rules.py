@@ -569,6 +569,60 @@ def _sql_password_check(m: re.Match[str], secret: str) -> bool:
     return "'@'" in before or "user " in before or " to " in before
 
 
+# SQL rows: INSERT INTO t (id, username, password) VALUES (1, 'etl', 'v'), (...): the value under a credential's
+# column; and a settings table's (name, value) row whose name is a credential's ('twilio_auth_token', 'v').
+_SQL_INSERT = re.compile(
+    r"(?i:insert[ \t]{1,8}+into)[ \t]{1,8}+[^\s(]{1,128}+[ \t]{0,8}+\((?P<cols>[^()]{1,1024}+)\)[ \t\r\n]{0,64}+"
+    r"(?i:values)[ \t\r\n]{0,64}+"
+)
+_SQL_TUPLE = re.compile(r"[ \t\r\n,]{0,64}+\((?P<vals>(?:'(?:[^'\\]|''|\\.){0,512}+'|\w{1,64}+\(\)|[^'()]){1,4096}+)\)")
+_SQL_VALUE = re.compile(r"[ \t]{0,64}+(?:'(?P<q>(?:[^'\\]|''|\\.){0,512}+)'|(?P<u>[^,']{0,256}+))[ \t]{0,64}+(?:,|$)")
+_SQL_MAX_ROWS = 100_000
+
+
+def _sql_cells(vals: str, offset: int) -> list[tuple[str, int, int, bool]]:
+    """A VALUES tuple's cells: (text, start, end, quoted)."""
+    cells, pos = [], 0
+    while pos <= len(vals):
+        m = _SQL_VALUE.match(vals, pos)
+        if m is None or m.end() == pos:
+            break
+        group = "q" if m.group("q") is not None else "u"
+        a, b = m.span(group)
+        cells.append((m.group(group), offset + a, offset + b, group == "q"))
+        pos = m.end()
+    return cells
+
+
+def _find_sql_rows(text: str) -> Iterator[Span]:
+    """Credentials in INSERT rows: under a credential's column, or beside a credential's name in (name, value)."""
+    for m in _SQL_INSERT.finditer(text):
+        cols = [c.strip().strip('`"[]').lower() for c in m.group("cols").split(",")]
+        keyed = [i for i, c in enumerate(cols) if sensitive_key(c)]
+        pair = next(
+            ((cols.index(n), cols.index("value")) for n in ("name", "key") if n in cols and "value" in cols), None
+        )
+        if not keyed and pair is None:
+            continue
+        pos = m.end()
+        for _ in range(_SQL_MAX_ROWS):
+            t = _SQL_TUPLE.match(text, pos)
+            if t is None:
+                break
+            pos = t.end()
+            cells = _sql_cells(t.group("vals"), t.start("vals"))
+            if len(cells) != len(cols):
+                continue
+            for i in keyed:
+                value, a, b, quoted = cells[i]
+                if quoted and _keyed_value(cols[i], value):
+                    yield a, b
+            if pair is not None:
+                name, value = cells[pair[0]], cells[pair[1]]
+                if name[3] and value[3] and _keyed_value(name[0], value[0]):
+                    yield value[1], value[2]
+
+
 def _url_check(m: re.Match[str], secret: str) -> bool:
     # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
     last = secret.rpartition(":")[2].lower()  # host:port,user:password (a multi-host URL): the password is last
@@ -1914,6 +1968,7 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')"),
     ),
+    Rule("sql_row_credential", _find_sql_rows, anchors=("values", "VALUES", "Values")),
     Rule(
         "jwt",
         _regex(

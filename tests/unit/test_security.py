@@ -514,6 +514,21 @@ TRUE_POSITIVES = [
     ("prose_secret", "| AWS secret access key (indexer) | qa | " + (k := rnd(38, B64) + "5K") + " |", k),
     ("prose_secret", "Meeting notes\napi_key -> " + (k := rnd(19) + "69"), k),
     ("doppler_token", "new Doppler service token is " + (k := "dp.st.prd." + rnd(43)), k),
+    # SQL dumps: a credential's column, and a settings table's (name, value) row.
+    (
+        "sql_row_credential",
+        "INSERT INTO `smtp` (`id`, `host`, `username`, `password`, `port`) VALUES\n(23,'smtp.acme.io','etl','"
+        + (k := rnd(10) + "&617")
+        + "',587);",
+        k,
+    ),
+    (
+        "sql_row_credential",
+        "INSERT INTO integrations (id, name, value, created_at) VALUES (272, 'twilio_auth_token', '"
+        + (k := rnd(32, HEX))
+        + "', now());",
+        k,
+    ),
 ]
 
 # (rule that must NOT fire, text)
@@ -896,6 +911,12 @@ FALSE_POSITIVES = [
         "key: PKCS12PrivateKeyTypes | None\napt\tlogin\t1:4.13+dfsg1-1+deb12u1\nlogin is via SSO at https://sso.acme.io",
     ),
     ("doppler_token", "Doppler tokens look like dp.st.<env>.<40 characters>; dp.pt.xxxxxxxxxx"),
+    (
+        "sql_row_credential",
+        "INSERT INTO users (id, email, password_hash) VALUES (1, 'a@b.c', '$2b$12$" + rnd(53, B62 + "./") + "');\n"
+        "INSERT INTO users (id, name, password) VALUES (1, 'ann', 'changeme'), (2, 'bob', NULL);\n"
+        "INSERT INTO settings (name, value) VALUES ('page_size', '50'), ('token_ttl', '3600'); the values are (1, 2)",
+    ),
 ]
 
 
