@@ -582,7 +582,8 @@ _SQL_MAX_ROWS = 100_000
 
 def _sql_cells(vals: str, offset: int) -> list[tuple[str, int, int, bool]]:
     """A VALUES tuple's cells: (text, start, end, quoted)."""
-    cells, pos = [], 0
+    cells: list[tuple[str, int, int, bool]] = []
+    pos = 0
     while pos <= len(vals):
         m = _SQL_VALUE.match(vals, pos)
         if m is None or m.end() == pos:
@@ -618,9 +619,9 @@ def _find_sql_rows(text: str) -> Iterator[Span]:
                 if quoted and _keyed_value(cols[i], value):
                     yield a, b
             if pair is not None:
-                name, value = cells[pair[0]], cells[pair[1]]
-                if name[3] and value[3] and _keyed_value(name[0], value[0]):
-                    yield value[1], value[2]
+                key_cell, value_cell = cells[pair[0]], cells[pair[1]]
+                if key_cell[3] and value_cell[3] and _keyed_value(key_cell[0], value_cell[0]):
+                    yield value_cell[1], value_cell[2]
 
 
 def _url_check(m: re.Match[str], secret: str) -> bool:
