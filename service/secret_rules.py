@@ -1214,6 +1214,7 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
 
 
 _PAIR_NOUNS = frozenset({"login", "creds", "credentials"})
+_PROSE_VERB_WORDS = frozenset("set reset changed updated rotated now still been being be has have had got will".split())
 _WORDS = re.compile(r"\S+")
 _GLUE_FIRST = ("=", ":", ",", '"', "'", "")
 
@@ -1221,7 +1222,8 @@ _GLUE_FIRST = ("=", ":", ",", '"', "'", "")
 def _core(word: str) -> str:
     """A word without the quotes, brackets and closing punctuation around it."""
     core = word
-    while len(core) > 1 and (core[0] in _PROSE_STRIP + ",;" or core[-1] in _PROSE_STRIP + _SENTENCE_END):
+    # A closing '!' or '?' stays: passwords end in them (Winter2024!) more often than a sentence does after one.
+    while len(core) > 1 and (core[0] in _PROSE_STRIP + ",;" or core[-1] in _PROSE_STRIP + ".,;"):
         core = core[1:] if core[0] in _PROSE_STRIP + ",;" else core[:-1]
     return core
 
@@ -1247,6 +1249,8 @@ def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
         if _connector(word):
             connected = True
             continue
+        if word.lower() in _PROSE_VERB_WORDS:
+            continue  # the rest of a verb phrase: "was set to", "has been reset to", "is now"
         if not (connected or i == 0):  # a word between the noun and its connector ("for the qa account:")
             if word.rstrip(_PROSE_STRIP).endswith(_SENTENCE_STOP):
                 return None

@@ -504,6 +504,8 @@ TRUE_POSITIVES = [
     ("prose_secret", "Twilio auth token -> " + (k := rnd(30, HEX) + "1f"), k),
     ("prose_secret", "AuthenticationError: Invalid API key provided: " + (k := rnd(30) + "42"), k),
     ("prose_secret", "the NAS password got reset to " + (k := rnd(12) + "7%q"), k),
+    ("prose_secret", "the staging API key was changed to " + (k := rnd(32, HEX)), k),
+    ("prose_secret", "the password has been set to " + (k := rnd(10) + "7!") + " for now", k),
     ("prose_secret", "ValueError: invalid credentials (postgres:" + (k := "Passw0rd!38") + ")", k),
     ("prose_secret", "login is ci-runner / " + (k := "Globex2020@4"), k),
     (
@@ -902,7 +904,8 @@ FALSE_POSITIVES = [
         "prose_secret",
         "Rotate the API key every 90 days; the password must contain a symbol; tokens expire after an hour. The secret to"
         " good latency is caching. Key results for Q3: 4 launches. API key ending in ...4f2a; API key: <your-api-key>;"
-        " used 4,096 tokens. Primary key: order_id_2024_v2. Publishable key for checkout: pk_live_" + rnd(24) + ".",
+        " used 4,096 tokens. Primary key: order_id_2024_v2. Publishable key for checkout: pk_live_" + rnd(24) + "."
+        " The password will be rotated next week; the token has been revoked; password is now required for 2024.",
     ),
     (
         "prose_secret",
