@@ -101,13 +101,14 @@ class RebuildReport:
         }
 
 
-def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
+def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> dict[str, int]:
     """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied
     (for a projector built from nothing, ``Projector.build``: the log position its tables now describe).
 
     Serialized per projector by an advisory lock; the checkpoint is re-read once the lock is held, so two callers
     never apply the same event twice. Appends are never blocked (no chain lock is taken). A build from nothing
     makes its tables' indexes and keys after filling them when it can lock the tables at once (``_lock_now``).
+    ``private``: the read models are this transaction's own (a shadow schema): no lock, no live catch-up waits.
     """
     applied: dict[str, int] = {}
     inline = projector_names()
@@ -115,8 +116,11 @@ def catch_up(conn: Connection, *, batch: int = 5000) -> dict[str, int]:
         target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
         if done >= target:
             continue
-        conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name})
-        target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
+        if not private:
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name}
+            )
+            target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
         if done >= target:
             continue
         if done == 0 and p.build is not None and _empty(conn, p.tables):
@@ -401,21 +405,37 @@ def drop_snapshot(engine: Engine, schema: str) -> None:
         conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
-def shadow_digests(engine: Engine, *, until: int | None = None) -> tuple[int, dict[str, int], dict[str, str]]:
-    """Replay the log (every projector, lazy ones too) into a throw-away schema and return its digests.
+def shadow_digests(
+    engine: Engine,
+    *,
+    until: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> tuple[int, dict[str, int], dict[str, str]]:
+    """Rebuild every read model into a throw-away schema as ``rebuild`` does the live ones (the log replayed into
+    the inline read models, then the lazy ones caught up from nothing) and return its digests.
 
-    The live tables are untouched.
+    The live tables are untouched; the schema is dropped in the same transaction (a failure rolls it back).
+    ``progress`` gets the events replayed so far; ``on_phase`` is told of the later phases ("lazy", "digests").
     """
     schema = "shadow_" + uuid.uuid4().hex[:12]
-    with engine.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-        try:
+
+    def run(optimistic: bool) -> tuple[int, dict[str, int], dict[str, str]]:
+        with engine.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA {schema}"))
             for table, _ in read_model_tables():
                 _copy_table(conn, schema, table)
             conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-            n = _replay(conn, until, None, 2000, lazy=True)
+            with _indexes_deferred(conn, deferrable_tables()):
+                n = _replay(conn, until, progress, 2000, optimistic=optimistic)
+            if on_phase is not None:
+                on_phase("lazy")
+            catch_up(conn, batch=20_000, private=True)
+            if on_phase is not None:
+                on_phase("digests")
             counts, digests = table_digests(conn)
-        finally:
             conn.execute(text("SET LOCAL search_path TO public"))
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    return n, counts, digests
+        return n, counts, digests
+
+    return _optimistically(run)

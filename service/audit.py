@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,16 +52,33 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-def verify_store(store: Substrate) -> VerifyReport:
-    """Re-walk the chain; if intact, replay into a shadow schema and compare every table's digest."""
-    chain = store.events.verify_chain()
+def verify_store(
+    store: Substrate,
+    *,
+    progress: Callable[[int], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Re-walk the chain; if intact, replay into a shadow schema and compare every table's digest.
+
+    ``on_phase`` is told when each phase starts: "chain" and "shadow" (their events so far go to ``progress``),
+    "lazy" (the live search postings catch up), "digests" (of the live read models), then "shadow lazy" and
+    "shadow digests" (the same two in the shadow schema).
+    """
+    tell = on_phase or (lambda _phase: None)
+    tell("chain")
+    chain = store.events.verify_chain(progress=progress)
     report = VerifyReport(chain.ok, chain.events, chain.first_bad_seq, chain.reason, chain.head)
     if not chain.ok:
         return report
+    tell("lazy")
     catch_up_engine(store.engine)  # the lazy search postings join the comparison complete (and stay so)
+    tell("digests")
     with store.engine.connect() as c:
         live_counts, live = table_digests(c)
-    _, shadow_counts, shadow = shadow_digests(store.engine)
+    tell("shadow")
+    _, shadow_counts, shadow = shadow_digests(
+        store.engine, progress=progress, on_phase=lambda phase: tell(f"shadow {phase}")
+    )
     for table in live:
         match = live[table] == shadow.get(table)
         report.tables[table] = {

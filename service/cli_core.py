@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ def _verify(args: argparse.Namespace) -> int:
     from service.audit import verify_store
 
     store = open_store(args)
-    report = verify_store(store)
+    events = store.events.head()
+    with _Steps(not args.json, _VERIFY_STEPS, {"chain": events, "shadow": events}) as steps:
+        report = verify_store(store, progress=steps.count, on_phase=steps.phase)
     store.close()
     if args.json:
         print_json(report.as_dict())
@@ -37,17 +40,13 @@ def _replay(args: argparse.Namespace) -> int:
     from projections.runner import rebuild
 
     store = open_store(args)
-    report = rebuild(
-        store.engine,
-        progress=_progress_printer() if not args.json else None,
-        on_phase=_phase_printer if not args.json else None,
-    )
+    with _Steps(not args.json, _REPLAY_STEPS, {"inline": store.events.head()}) as steps:
+        steps.phase("inline")
+        report = rebuild(store.engine, progress=steps.count, on_phase=steps.phase)
     store.close()
     if args.json:
         print_json(report.as_dict())
         return 0
-    if report.events:
-        print(file=sys.stderr)  # end the progress line
     rate = report.events / report.seconds if report.seconds else 0.0
     print(f"replayed {report.events} events in {report.seconds:.2f}s ({rate:,.0f} events/s)")
     if report.phases:
@@ -58,23 +57,68 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-_PHASES = {"lazy": "building the search postings", "digests": "digesting every read model"}
+_REPLAY_STEPS = {
+    "inline": "replaying the log into the inline read models",
+    "lazy": "building the search postings",
+    "digests": "digesting every read model",
+}
+_VERIFY_STEPS = {
+    "chain": "walking the chain and every content address",
+    "lazy": "catching up the live search postings",
+    "digests": "digesting the live read models",
+    "shadow": "replaying the log into a shadow schema",
+    "shadow lazy": "building the shadow search postings",
+    "shadow digests": "digesting the shadow read models",
+}
+_IMPORT_STEPS = {"read": "reading items.jsonl", "guard": "checking every item", "write": "writing the events"}
 
 
-def _phase_printer(phase: str) -> None:
-    print(f"\n  {_PHASES.get(phase, phase)}...", end="", file=sys.stderr, flush=True)
+class _Steps:
+    """A long command's progress on stderr: one line per step, with its count so far (of the total, when known)
+    and rate, rewritten in place. Disabled, it prints nothing (``--json`` output stays clean)."""
 
+    def __init__(self, enabled: bool, labels: dict[str, str], totals: dict[str, int] | None = None) -> None:
+        self._enabled, self._labels, self._totals = enabled, labels, totals or {}
+        self._step: str | None = None
+        self._started = 0.0
 
-def _progress_printer() -> Any:
-    def show(n: int) -> None:
-        print(f"\r  {n:,} events", end="", file=sys.stderr, flush=True)
+    def __enter__(self) -> _Steps:
+        return self
 
-    return show
+    def __exit__(self, *exc: object) -> None:
+        self._end()
+
+    def phase(self, step: str) -> None:
+        """Start ``step`` (ending the line of the one before)."""
+        self._end()
+        self._step, self._started = step, time.perf_counter()
+        self._show(f"{self._labels.get(step, step)}...")
+
+    def count(self, n: int) -> None:
+        """The current step has done ``n``."""
+        if self._step is None:
+            return
+        total = self._totals.get(self._step)
+        spent = time.perf_counter() - self._started
+        rate = f" ({n / spent:,.0f}/s)" if spent > 0 and n else ""
+        of = f" of {total:,}" if total else ""
+        self._show(f"{self._labels.get(self._step, self._step)}: {n:,}{of}{rate}")
+
+    def _show(self, line: str) -> None:
+        if self._enabled:
+            print(f"\r  {line}", end="", file=sys.stderr, flush=True)
+
+    def _end(self) -> None:
+        if self._step is not None and self._enabled:
+            print(f" {time.perf_counter() - self._started:.1f}s", file=sys.stderr)
+        self._step = None
 
 
 def _export(args: argparse.Namespace) -> int:
     store = open_store(args)
-    root = store.save(args.dir)
+    with _Steps(True, {"write": f"writing {SNAPSHOT_NAME}"}, {"write": len(store)}) as steps:
+        steps.phase("write")
+        root = store.save(args.dir, progress=steps.count)
     n = len(store)
     store.close()
     print(f"exported {n} items to {Path(root) / SNAPSHOT_NAME}")
@@ -83,7 +127,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     store = open_store(args)
-    store.load(args.dir)
+    with _Steps(True, _IMPORT_STEPS) as steps:
+        store.load(args.dir, progress=steps.count, on_phase=steps.phase)
     n = len(store)
     store.close()
     print(f"imported: the store now holds {n} items")

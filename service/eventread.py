@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from service.events import StoredEvent, event_address
 
 __all__ = ["ChainReport", "EventReader", "row_to_event"]
 
+_PROGRESS_EVERY = 5000
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 
 
@@ -111,8 +112,11 @@ class EventReader:
             if remaining is not None:
                 remaining -= len(rows)
 
-    def verify_chain(self, conn: Connection | None = None) -> ChainReport:
-        """Re-walk every event: seq contiguity, prev links and each content address; the first break wins."""
+    def verify_chain(
+        self, conn: Connection | None = None, *, progress: Callable[[int], None] | None = None
+    ) -> ChainReport:
+        """Re-walk every event: seq contiguity, prev links and each content address; the first break wins.
+        ``progress`` gets the number of events walked, every 5,000 and at the end."""
         expected_prev: str | None = None
         expected_seq = 1
         count = 0
@@ -141,6 +145,10 @@ class EventReader:
             last_time = e.recorded_at
             expected_prev = e.event_id
             expected_seq += 1
+            if progress is not None and count % _PROGRESS_EVERY == 0:
+                progress(count)
+        if progress is not None:
+            progress(count)
         with self.engine.connect() as c:
             head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
         if head_seq != expected_seq - 1 or head_id != expected_prev:

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,15 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
-from projections.registry import BIND, Statement, plan_apply, plan_events, plans_as_ctes, projector_names
+from projections.registry import (
+    BIND,
+    Statement,
+    plan_apply,
+    plan_events,
+    plans_as_ctes,
+    projector_names,
+    run_plan,
+)
 from service.db import has_nul
 from service.errors import ConcurrencyError
 from service.eventread import ChainReport, EventReader, row_to_event
@@ -91,8 +99,9 @@ _LANDED_SQL = (
     "WHERE seq > :after AND seq <= :seq AND EXISTS (SELECT 1 FROM events WHERE seq = :seq AND event_id = :event_id)"
 )
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
-# Batches above this size go through COPY instead of one INSERT per row.
+# Batches above this size go through COPY instead of one INSERT per row, and are projected in chunks of this size.
 _COPY_THRESHOLD = 64
+_PROJECT_CHUNK = 5000
 
 
 class _Hints:
@@ -222,20 +231,26 @@ class EventStore(EventReader):
         self._kept = kept
 
     def append(
-        self, events: Sequence[NewEvent], principal: str, *, conn: Connection | None = None
+        self,
+        events: Sequence[NewEvent],
+        principal: str,
+        *,
+        conn: Connection | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> list[StoredEvent]:
-        """Append ``events`` atomically; ConcurrencyError (nothing written) when an expected version is stale."""
+        """Append ``events`` atomically; ConcurrencyError (nothing written) when an expected version is stale.
+        ``progress`` gets the events written so far (a long batch reports each chunk it projects)."""
         if not events:
             return []
         if conn is not None:
-            return self._append(conn, events, principal)
+            return self._append(conn, events, principal, progress)
         if len(events) == 1:
             fast = self._append_cas(events[0], principal)
             if fast is not None:
                 return [fast]
         try:
             with self.engine.begin() as c:
-                return self._append(c, events, principal)
+                return self._append(c, events, principal, progress)
         except (IntegrityError, pg_errors.UniqueViolation) as exc:
             # The UNIQUE(stream, version) backstop: reached only if a writer bypassed the head lock.
             orig = exc.orig if isinstance(exc, IntegrityError) else exc
@@ -363,7 +378,13 @@ class EventStore(EventReader):
             times = self._landed(params)
             return None if times is None else (times[-1],)
 
-    def _append(self, conn: Connection, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
+    def _append(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        principal: str,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[StoredEvent]:
         prepared = [(e, *_type_and_data(e)) for e in events]
         # Appends are serialized on the single log_head row: while we hold it, nobody else can append, so
         # seq is gapless, equals commit order, and `prev` is the true predecessor. A reader tailing
@@ -393,8 +414,10 @@ class EventStore(EventReader):
         else:
             stored = self._insert(conn, stored)
             conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
-            apply_events(conn, stored)
+            _project(conn, stored, progress)
         self._hints.saw(stored)
+        if progress is not None:
+            progress(len(stored))
         return stored
 
     def _insert_one(self, conn: Connection, s: StoredEvent, plans: Sequence[Statement]) -> StoredEvent:
@@ -434,6 +457,24 @@ class EventStore(EventReader):
                     [{**r, "recorded": recorded} for r in rows],
                 )
         return [_with_time(s, recorded) for s in stored]
+
+
+def _project(conn: Connection, stored: list[StoredEvent], progress: Callable[[int], None] | None) -> None:
+    """The inline projections of events just inserted in ``conn``'s transaction. A long batch (a load) goes in
+    chunks of set-wise statements reading the chunk back from the log, as a replay does (several times faster
+    than handing every projector the whole batch); a chunk no projector plan covers is applied event by event."""
+    if len(stored) < _COPY_THRESHOLD:
+        apply_events(conn, stored)
+        return
+    for start in range(0, len(stored), _PROJECT_CHUNK):
+        chunk = stored[start : start + _PROJECT_CHUNK]
+        statements = plan_apply(chunk)
+        if statements is None:
+            apply_events(conn, chunk)
+        else:
+            run_plan(conn, statements)
+        if progress is not None and start + len(chunk) < len(stored):
+            progress(start + len(chunk))
 
 
 @functools.cache

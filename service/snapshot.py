@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from service.events import normalize_json
@@ -15,6 +15,7 @@ __all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
 
 SNAPSHOT_NAME = "items.jsonl"
 _PREVIEW = 80
+_PROGRESS_EVERY = 5000
 
 
 class SnapshotError(ValueError):
@@ -26,16 +27,23 @@ class SnapshotError(ValueError):
         super().__init__(f"{path}:{line}: {reason}: {preview!r}")
 
 
-def write_snapshot(root: Path, items: Iterable[SubstrateItem]) -> str:
-    """Write one JSON item per line to ``root/items.jsonl`` so a failure leaves the old file intact."""
+def write_snapshot(root: Path, items: Iterable[SubstrateItem], progress: Callable[[int], None] | None = None) -> str:
+    """Write one JSON item per line to ``root/items.jsonl`` so a failure leaves the old file intact (``progress``
+    gets the items written so far, every 5,000 and at the end)."""
     root.mkdir(parents=True, exist_ok=True)
     target = root / SNAPSHOT_NAME
     fd, tmp = tempfile.mkstemp(prefix=".items.", suffix=".tmp", dir=root)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            n = 0
             for item in items:
                 f.write(json.dumps(item.json_view(), ensure_ascii=False, allow_nan=False))
                 f.write("\n")
+                n += 1
+                if progress is not None and n % _PROGRESS_EVERY == 0:
+                    progress(n)
+            if progress is not None:
+                progress(n)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -53,8 +61,9 @@ def write_snapshot(root: Path, items: Iterable[SubstrateItem]) -> str:
     return str(target)
 
 
-def read_snapshot(root: Path) -> list[SubstrateItem]:
-    """Parse and validate every row of ``root/items.jsonl`` (later rows win on duplicate ids) before returning any."""
+def read_snapshot(root: Path, progress: Callable[[int], None] | None = None) -> list[SubstrateItem]:
+    """Parse and validate every row of ``root/items.jsonl`` (later rows win on duplicate ids) before returning any;
+    ``progress`` gets the lines read so far, every 5,000 and at the end."""
     path = root / SNAPSHOT_NAME
     items: dict[str, SubstrateItem] = {}
     with open(path, encoding="utf-8", errors="strict", newline="") as f:
@@ -79,4 +88,8 @@ def read_snapshot(root: Path) -> list[SubstrateItem]:
             raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
         items.pop(item.id, None)
         items[item.id] = item
+        if progress is not None and n % _PROGRESS_EVERY == 0:
+            progress(n)
+    if progress is not None:
+        progress(len(lines) - (lines[-1] == ""))
     return list(items.values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -320,22 +320,40 @@ class Substrate:
             raise ValueError("no root: pass root= to save()/load() or open the Substrate with a root")
         return Path(chosen)
 
-    def save(self, root: str | os.PathLike[str] | None = None) -> str:
+    def save(self, root: str | os.PathLike[str] | None = None, *, progress: Callable[[int], None] | None = None) -> str:
         """Write every item to {root}/items.jsonl atomically (temp file, fsync, os.replace); return the root, which
-        later save()/load() calls default to."""
+        later save()/load() calls default to. ``progress`` gets the items written so far."""
         target = self._root_for(root)
-        write_snapshot(target, self.iter_items())
+        write_snapshot(target, self.iter_items(), progress)
         self.root = str(target)
         return self.root
 
-    def load(self, root: str | os.PathLike[str] | None = None) -> None:
+    def load(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> None:
         """Replace this store's items with {root}/items.jsonl, all-or-nothing (errors name file, line, preview); the
-        root becomes the default of later save()/load() calls."""
+        root becomes the default of later save()/load() calls.
+
+        ``on_phase`` is told when each phase starts, and ``progress`` gets its count so far: "read" (lines parsed),
+        "guard" (items validated and secret-guarded), "write" (events appended, in one transaction).
+        """
         if self.read_only:
             raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
+        tell = on_phase or (lambda _phase: None)
         target = self._root_for(root)
-        items = read_snapshot(target)
-        prepared = [self._prepare(it, None) for it in items]
+        tell("read")
+        items = read_snapshot(target, progress)
+        tell("guard")
+        prepared = []
+        for n, it in enumerate(items, start=1):
+            prepared.append(self._prepare(it, None))
+            if progress is not None and (n % 5000 == 0 or n == len(items)):
+                progress(n)
+        tell("write")
         keep = {d["id"] for d in prepared}
         with self.engine.begin() as conn:
             conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
@@ -345,7 +363,7 @@ class Substrate:
             events += [
                 NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in prepared
             ]
-            stored = self.events.append(events, self.principal, conn=conn)
+            stored = self.events.append(events, self.principal, conn=conn, progress=progress)
         if stored:
             self.position = stored[-1].seq
         self.root = str(target)

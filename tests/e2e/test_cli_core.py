@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from service import Substrate
+from service import Substrate, SubstrateItem
 from service.cli import main
 
 
@@ -54,3 +54,24 @@ def test_import_of_a_bad_file_is_a_clean_error(tmp_path: Path, capsys) -> None: 
     assert main(["import", str(tmp_path), "--root", str(tmp_path / "store")]) == 2
     err = capsys.readouterr().err
     assert "items.jsonl:1" in err and "Traceback" not in err
+
+
+def test_long_commands_show_each_step_and_its_count(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = str(tmp_path / "store")
+    s = Substrate(root=root)
+    s.put_many(SubstrateItem(kind="text", text=f"note {n}") for n in range(120))
+    s.close()
+    assert main(["export", str(tmp_path / "out"), "--root", root]) == 0
+    assert "writing items.jsonl: 120 of 120" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "out"), "--root", str(tmp_path / "copy")]) == 0
+    err = capsys.readouterr().err
+    for step in ("reading items.jsonl: 120", "checking every item: 120", "writing the events: 120"):
+        assert step in err
+    assert main(["verify", "--root", root]) == 0
+    err = capsys.readouterr().err
+    assert "walking the chain and every content address: 120 of 120" in err
+    assert "replaying the log into a shadow schema: 120 of 120" in err
+    assert "building the shadow search postings" in err and "digesting the shadow read models" in err
+    assert main(["verify", "--root", root, "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["ok"] and out.err == ""  # machine output: no progress lines
