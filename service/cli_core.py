@@ -166,7 +166,8 @@ def register(sub: Any) -> None:
         "verify",
         help="re-walk the hash chain and compare the read models with a rebuild",
         description="Re-walk the event chain (seq, prev links, every content address) and compare each read-model "
-        "table with a replay into a shadow schema. Exit 0 when intact, 1 naming the first bad seq and why.",
+        "table with a rebuild into a shadow schema. Exit 0 when intact, 1 naming the first bad seq and why. Progress "
+        "goes to stderr (not with --json).",
     )
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -185,7 +186,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "export",
         help="write every item to DIR/items.jsonl (atomic)",
-        description="Save the store's items as DIR/items.jsonl, one JSON item per line, atomically.",
+        description="Save the store's items as DIR/items.jsonl, one JSON item per line, atomically. Progress goes "
+        "to stderr.",
     )
     add_store_options(p)
     p.add_argument("dir", help="directory to write items.jsonl into")
@@ -195,7 +197,7 @@ def register(sub: Any) -> None:
         "import",
         help="replace the store's items with DIR/items.jsonl (all-or-nothing)",
         description="Load DIR/items.jsonl into the store in one transaction; a bad row aborts the import and names "
-        "the file, line and a preview.",
+        "the file, line and a preview. Progress (reading, checking, writing) goes to stderr.",
     )
     add_store_options(p)
     p.add_argument("dir", help="directory holding items.jsonl")
