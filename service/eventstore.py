@@ -7,6 +7,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,15 +18,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from projections import apply_events, dumps, loads
-from projections.registry import (
-    BIND,
-    Statement,
-    plan_apply,
-    plan_events,
-    plans_as_ctes,
-    projector_names,
-    run_plan,
-)
+from projections.bulkwork import bulk_work
+from projections.registry import BIND, Statement, plan_apply, plan_events, plans_as_ctes, projector_names
 from service.db import has_nul
 from service.errors import ConcurrencyError
 from service.eventread import ChainReport, EventReader, row_to_event
@@ -396,7 +390,7 @@ class EventStore(EventReader):
             versions_json = _fetch_one(raw, _VERSIONS_SQL, {"streams": streams})[0]
         versions: dict[str, int] = loads(versions_json)
         self._hints.head = (seq, prev)
-        stored: list[StoredEvent] = []
+        numbered: list[_Numbered] = []
         for e, type_name, data in prepared:
             current = versions.get(e.stream, 0)
             if e.expected_version is not None and e.expected_version != current:
@@ -404,17 +398,24 @@ class EventStore(EventReader):
                 raise ConcurrencyError(e.stream, e.expected_version)
             seq += 1
             versions[e.stream] = current + 1
-            stored.append(_stamp(e, type_name, data, principal, seq, current + 1, prev))
-            prev = stored[-1].event_id
-        if len(stored) == 1:
-            plans = plan_events(stored)
-            stored = [self._insert_one(conn, stored[0], plans or [])]
-            if plans is None:
-                apply_events(conn, stored, checkpoint=False)
+            numbered.append((e, type_name, data, seq, current + 1))
+        if len(numbered) >= _COPY_THRESHOLD:
+            stored = _write_chunks(conn, numbered, principal, prev, progress)
         else:
-            stored = self._insert(conn, stored)
-            conn.execute(_SET_HEAD, {"seq": seq, "event_id": prev})
-            _project(conn, stored, progress)
+            stored = []
+            for e, type_name, data, n, version in numbered:
+                stored.append(_stamp(e, type_name, data, principal, n, version, prev))
+                prev = stored[-1].event_id
+            if len(stored) == 1:
+                plans = plan_events(stored)
+                stored = [self._insert_one(conn, stored[0], plans or [])]
+                if plans is None:
+                    apply_events(conn, stored, checkpoint=False)
+            else:
+                stored = self._insert(conn, stored)
+                apply_events(conn, stored)
+        if len(stored) > 1:  # (a single event's statement moves the head itself)
+            conn.execute(_SET_HEAD, {"seq": stored[-1].seq, "event_id": stored[-1].event_id})
         self._hints.saw(stored)
         if progress is not None:
             progress(len(stored))
@@ -426,55 +427,81 @@ class EventStore(EventReader):
         return _with_time(s, recorded)
 
     def _insert(self, conn: Connection, stored: list[StoredEvent]) -> list[StoredEvent]:
+        """A short batch's event rows, one timestamp for all of them (taken under the head lock: monotone with seq)."""
         rows = [_row(s) for s in stored]
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cur:
-            # One timestamp for the whole batch, taken while the head lock is held (monotone with seq).
+        with _driver(conn).cursor() as cur:
             recorded = cur.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
-            cols = "seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at"
-            if len(rows) >= _COPY_THRESHOLD:
-                with cur.copy(f"COPY events ({cols}) FROM STDIN") as copy:
-                    for r in rows:
-                        copy.write_row(
-                            (
-                                r["seq"],
-                                r["stream"],
-                                r["version"],
-                                r["type"],
-                                r["data"],
-                                r["principal"],
-                                r["scope"],
-                                r["event_id"],
-                                r["prev"],
-                                recorded,
-                            )
-                        )
-            else:
-                cur.executemany(
-                    f"INSERT INTO events ({cols}) VALUES (%(seq)s, %(stream)s, %(version)s, %(type)s, "
-                    "%(data)s::jsonb, %(principal)s, %(scope)s, %(event_id)s, %(prev)s, %(recorded)s)",
-                    [{**r, "recorded": recorded} for r in rows],
-                )
+            cur.executemany(
+                f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (%(seq)s, %(stream)s, %(version)s, %(type)s, "
+                "%(data)s::jsonb, %(principal)s, %(scope)s, %(event_id)s, %(prev)s, %(recorded)s)",
+                [{**r, "recorded": recorded} for r in rows],
+            )
         return [_with_time(s, recorded) for s in stored]
 
 
-def _project(conn: Connection, stored: list[StoredEvent], progress: Callable[[int], None] | None) -> None:
-    """The inline projections of events just inserted in ``conn``'s transaction. A long batch (a load) goes in
-    chunks of set-wise statements reading the chunk back from the log, as a replay does (several times faster
-    than handing every projector the whole batch); a chunk no projector plan covers is applied event by event."""
-    if len(stored) < _COPY_THRESHOLD:
-        apply_events(conn, stored)
-        return
-    for start in range(0, len(stored), _PROJECT_CHUNK):
-        chunk = stored[start : start + _PROJECT_CHUNK]
-        statements = plan_apply(chunk)
-        if statements is None:
-            apply_events(conn, chunk)
-        else:
-            run_plan(conn, statements)
-        if progress is not None and start + len(chunk) < len(stored):
-            progress(start + len(chunk))
+# An event numbered under the head lock, not yet addressed: (event, type name, data, seq, version).
+_Numbered = tuple[NewEvent, str, dict[str, Any], int, int]
+_EVENT_COLUMNS = "seq, stream, version, type, data, principal, scope, event_id, prev, recorded_at"
+
+
+def _write_chunks(
+    conn: Connection,
+    numbered: Sequence[_Numbered],
+    principal: str,
+    prev: str | None,
+    progress: Callable[[int], None] | None,
+) -> list[StoredEvent]:
+    """A long batch (a load) in ``conn``'s transaction, under the head lock, in chunks: this thread addresses,
+    serializes and plans chunk k+1 while a writer thread COPYs chunk k and runs its projector statements (read
+    back from the log, as a replay does). One timestamp for the whole batch. A chunk no plan covers is applied
+    event by event here, once the writer is idle."""
+    raw = _driver(conn)
+    with raw.cursor() as cur:
+        recorded = cur.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+    stored: list[StoredEvent] = []
+    pending: Future[None] | None = None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="substrate-load-writer")
+    try:
+        with bulk_work():
+            for start in range(0, len(numbered), _PROJECT_CHUNK):
+                chunk: list[StoredEvent] = []
+                for e, type_name, data, seq, version in numbered[start : start + _PROJECT_CHUNK]:
+                    chunk.append(_with_time(_stamp(e, type_name, data, principal, seq, version, prev), recorded))
+                    prev = chunk[-1].event_id
+                rows = [
+                    (s.seq, s.stream, s.version, s.type, dumps(s.data), s.principal, s.scope, s.event_id, s.prev)
+                    for s in chunk
+                ]
+                statements = plan_apply(chunk)
+                if pending is not None:
+                    pending.result()
+                    if progress is not None:
+                        progress(len(stored))
+                    pending = None
+                if statements is None:
+                    _copy_rows(raw, rows, recorded, [])
+                    apply_events(conn, chunk)
+                else:
+                    planned = [(_psycopg_sql(sql), values) for sql, values in statements]
+                    pending = pool.submit(_copy_rows, raw, rows, recorded, planned)
+                stored.extend(chunk)
+            if pending is not None:
+                pending.result()
+    finally:
+        pool.shutdown(wait=True)
+    return stored
+
+
+def _copy_rows(
+    raw: psycopg.Connection[Any], rows: list[tuple[Any, ...]], recorded: Any, statements: list[tuple[str, Any]]
+) -> None:
+    """COPY event rows (all recorded at ``recorded``), then run ``statements`` (psycopg placeholders)."""
+    with raw.cursor() as cur:
+        with cur.copy(f"COPY events ({_EVENT_COLUMNS}) FROM STDIN") as copy:
+            for r in rows:
+                copy.write_row((*r, recorded))
+        for sql, values in statements:
+            cur.execute(sql, values)
 
 
 @functools.cache

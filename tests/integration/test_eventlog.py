@@ -206,3 +206,28 @@ def test_single_stale_event_gets_concurrency_error_and_writes_nothing(store: Sub
     with pytest.raises(ConcurrencyError):
         store.events.append([stale], "p")
     assert store.events.head() == 1 and _checkpoint_seqs(store) == {1}
+
+
+def test_a_long_append_in_chunks_chains_projects_and_matches_a_replay(store: Substrate) -> None:
+    """One append of more events than a chunk (5,000), mixing events the projectors plan as statements (items)
+    with events only their ``apply`` handles (grants): one gapless chain, every read model equal to a replay."""
+    from service.events import AccessGranted
+
+    store.add("text", "before")
+    items = [
+        NewEvent(stream=f"i{n}", event=ItemPut(item=_item(f"i{n}", f"row {n}")), scope="local") for n in range(5_050)
+    ]
+    grants = [
+        NewEvent(stream=f"acl-{n}", event=AccessGranted(principal=f"p{n}", scope="local", mode="read"), scope="local")
+        for n in range(70)
+    ]
+    seen: list[int] = []
+    stored = store.events.append(items[:5_020] + grants + items[5_020:], "loader", progress=seen.append)
+    assert [e.seq for e in stored] == list(range(2, 2 + 5_120)) and seen[-1] == 5_120
+    assert all(b.prev == a.event_id for a, b in zip(stored, stored[1:]))
+    assert len({e.recorded_at for e in stored}) == 1  # one append, one moment
+    assert store.events.head() == 5_121 and len(store) == 5_051
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM grants")).scalar() == 70
+    assert verify_store(store).ok
+    assert store.add("text", "after")  # the head moved: the next append chains on
