@@ -350,7 +350,7 @@ class Substrate:
         tell("guard")
         prepared = []
         for n, it in enumerate(items, start=1):
-            prepared.append(self._prepare(it, None))
+            prepared.append(self._prepare(it, None, fresh=True))  # parsed and validated just now, by read_snapshot
             if progress is not None and (n % 5000 == 0 or n == len(items)):
                 progress(n)
         tell("write")
