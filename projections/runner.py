@@ -32,6 +32,7 @@ __all__ = [
     "catch_up",
     "catch_up_engine",
     "drop_snapshot",
+    "live_digests",
     "rebuild",
     "shadow_digests",
     "table_digests",
@@ -169,6 +170,40 @@ def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
         counts[table] = int(n)
         digests[table] = str(digest)
     return counts, digests
+
+
+# The log position the inline read models describe, and the least position of the lazy ones (checkpoints).
+_LIVE_POSITION = text(
+    "SELECT coalesce(max(seq) FILTER (WHERE name = ANY(CAST(:inline AS text[]))), 0), "
+    "coalesce(min(seq) FILTER (WHERE name = ANY(CAST(:lazy AS text[]))), 0) FROM checkpoints"
+)
+
+
+def live_digests(
+    engine: Engine, *, attempts: int = 5, on_phase: Callable[[str], None] | None = None
+) -> tuple[int, dict[str, int], dict[str, str]]:
+    """The live read models' row counts and digests, all read in one snapshot, and the log position they describe:
+    what a rebuild up to that position must reproduce, however many events are appended meanwhile.
+
+    The lazy projectors catch up first (``on_phase("lazy")``); should events land before the snapshot is taken,
+    they catch up again (up to ``attempts`` times; then inside the snapshot's own transaction).
+    """
+    lazy = [p.name for p in lazy_projectors()]
+    for attempt in range(attempts):
+        if on_phase is not None:
+            on_phase("lazy")
+        catch_up_engine(engine)
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                position, lazy_at = conn.execute(_LIVE_POSITION, {"inline": projector_names(), "lazy": lazy}).one()
+                if lazy and lazy_at < position and attempt < attempts - 1:
+                    continue
+                if on_phase is not None:
+                    on_phase("digests")
+                counts, digests = table_digests(conn)
+                return int(position), counts, digests
+    raise AssertionError("unreachable: the last attempt always digests")
 
 
 def _decode(r: Any) -> _Row:
