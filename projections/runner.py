@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -156,19 +157,26 @@ def catch_up_engine(engine: Engine) -> dict[str, int]:
 
 
 def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
-    """Row count and md5 of every read-model table's rows, in key order (schema from search_path).
+    """Row count and sha256 of every read-model table's rows in key order (schema from search_path; "" when empty).
 
-    Lazy projectors are caught up first, in ``conn``'s transaction, so the digests describe complete read models.
+    The rows are streamed (the table's COPY text, hashed as it arrives), so no table is ever held whole in memory:
+    an aggregate over a table's text stops at PostgreSQL's 1 GB string limit. Lazy projectors are caught up
+    first, in ``conn``'s transaction, so the digests describe complete read models.
     """
     catch_up(conn)
+    raw = conn.connection.driver_connection
+    assert raw is not None
     counts: dict[str, int] = {}
     digests: dict[str, str] = {}
     for table, key in read_model_tables():
-        n, digest = conn.execute(
-            text(f"SELECT count(*), coalesce(md5(string_agg(t::text, E'\\n' ORDER BY {key})), '') FROM {table} t")
-        ).one()
-        counts[table] = int(n)
-        digests[table] = str(digest)
+        digest, n = hashlib.sha256(), 0
+        with raw.cursor() as cur, cur.copy(f"COPY (SELECT * FROM {table} ORDER BY {key}) TO STDOUT") as copy:
+            for block in copy:
+                chunk = bytes(block)
+                digest.update(chunk)
+                n += chunk.count(b"\n")  # one per row: COPY escapes the newlines inside values
+        counts[table] = n
+        digests[table] = digest.hexdigest() if n else ""
     return counts, digests
 
 

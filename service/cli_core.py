@@ -53,7 +53,7 @@ def _replay(args: argparse.Namespace) -> int:
         names = {"inline": "inline read models", "lazy": "lazy search postings"}
         print("  " + ", ".join(f"{names.get(k, k)} {v:.2f}s" for k, v in report.phases.items()))
     for table in sorted(report.counts):
-        print(f"  {table:<16} {report.counts[table]:>10} rows  md5 {report.digests[table]}")
+        print(f"  {table:<16} {report.counts[table]:>10} rows  sha256 {report.digests[table]}")
     return 0
 
 
