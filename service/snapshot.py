@@ -66,30 +66,33 @@ def read_snapshot(root: Path, progress: Callable[[int], None] | None = None) -> 
     ``progress`` gets the lines read so far, every 5,000 and at the end."""
     path = root / SNAPSHOT_NAME
     items: dict[str, SubstrateItem] = {}
-    with open(path, encoding="utf-8", errors="strict", newline="") as f:
-        try:
-            # Only "\n" ends a row: str.splitlines() would also split on U+2028/U+2029/U+0085 inside strings.
-            lines = f.read().split("\n")
-        except UnicodeDecodeError as exc:
-            raise SnapshotError(path, 1, "", f"not UTF-8 ({exc.reason})") from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SnapshotError(path, n, line, f"invalid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise SnapshotError(path, n, line, "invalid JSON (nested too deeply)") from None
-        try:
-            item = SubstrateItem.from_json(row)
-            normalize_json(item.json_view(), "item")  # storable: no NaN, NUL or lone surrogates
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
-        items.pop(item.id, None)
-        items[item.id] = item
-        if progress is not None and n % _PROGRESS_EVERY == 0:
-            progress(n)
+    n = 0
+    # Streamed row by row (memory holds the items, not the file twice over). Only "\n" ends a row: a binary file
+    # splits on nothing else (str.splitlines() would also split on U+2028/U+2029/U+0085 inside strings).
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                line = raw.rstrip(b"\n").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                preview = raw.rstrip(b"\n").decode("utf-8", errors="replace")
+                raise SnapshotError(path, n, preview, f"not UTF-8 ({exc.reason})") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SnapshotError(path, n, line, f"invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise SnapshotError(path, n, line, "invalid JSON (nested too deeply)") from None
+            try:
+                item = SubstrateItem.from_json(row)
+                normalize_json(item.json_view(), "item")  # storable: no NaN, NUL or lone surrogates
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
+            items.pop(item.id, None)
+            items[item.id] = item
+            if progress is not None and n % _PROGRESS_EVERY == 0:
+                progress(n)
     if progress is not None:
-        progress(len(lines) - (lines[-1] == ""))
+        progress(n)
     return list(items.values())

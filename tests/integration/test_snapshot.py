@@ -96,6 +96,20 @@ def test_bad_row_names_file_line_and_preview_and_changes_nothing(
     assert [i.id for i in store.all()] == [keep] and store.events.head() == head
 
 
+def test_a_row_that_is_not_utf8_is_named_by_its_line(store: Substrate, tmp_path: Path) -> None:
+    keep = store.add("text", "kept")
+    text = "line\u2028separator and\u0085next line, one row"
+    good = json.dumps(SubstrateItem(kind="text", text=text).to_json(), ensure_ascii=False)  # raw, not escaped
+    (tmp_path / "items.jsonl").write_bytes(f"{good}\n{good}\n".encode() + b'{"kind": "text", "text": "\xff"}\n')
+    with pytest.raises(SnapshotError) as info:
+        store.load(tmp_path)
+    assert info.value.line == 3 and "not UTF-8" in str(info.value)
+    assert [i.id for i in store.all()] == [keep]
+    (tmp_path / "items.jsonl").write_text(f"{good}\n", encoding="utf-8")
+    store.load(tmp_path)  # U+2028 and U+0085 inside a string do not end its row
+    assert [i.text for i in store.all()] == [text]
+
+
 def test_missing_snapshot_is_file_not_found(store: Substrate, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         store.load(tmp_path)
