@@ -93,9 +93,11 @@ _LANDED_SQL = (
     "WHERE seq > :after AND seq <= :seq AND EXISTS (SELECT 1 FROM events WHERE seq = :seq AND event_id = :event_id)"
 )
 _SET_HEAD = text("UPDATE log_head SET seq = :seq, event_id = :event_id WHERE id = 1")
-# Batches above this size go through COPY instead of one INSERT per row, and are projected in chunks of this size.
+# A batch of _COPY_THRESHOLD events or more is written with COPY and projected by set-wise statements, in chunks of
+# _PROJECT_CHUNK events (_write_chunks); a shorter one is inserted row by row and applied by each projector.
 _COPY_THRESHOLD = 64
 _PROJECT_CHUNK = 5000
+_NUL_REFUSED = "text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them"
 
 
 class _Hints:
@@ -304,7 +306,7 @@ class EventStore(EventReader):
         """Run a ``batch_statement``; the stored events with their times, or None (nothing written) when the head
         had moved since the batch was stamped."""
         if any(has_nul(values) for _, values in write.statements):
-            raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
+            raise InvalidArgument(_NUL_REFUSED)
         claim = {"seq": write.last[0], "event_id": write.last[1], "after": write.after[0], "prev": write.after[1]}
         try:
             with self._kept.connection() as raw, raw.transaction(), raw.cursor() as cur:
@@ -473,6 +475,8 @@ def _write_chunks(
                     for s in chunk
                 ]
                 statements = plan_apply(chunk)
+                if has_nul(rows) or (statements is not None and any(has_nul(v) for _, v in statements)):
+                    raise InvalidArgument(_NUL_REFUSED)
                 if pending is not None:
                     pending.result()
                     if progress is not None:
@@ -545,7 +549,7 @@ def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -
     that SQLAlchemy executions get (service.db) is applied here too.
     """
     if any("\x00" in v if type(v) is str else has_nul(v) for v in params.values()):
-        raise InvalidArgument("text values cannot contain NUL (\\x00) characters: PostgreSQL cannot store them")
+        raise InvalidArgument(_NUL_REFUSED)
     with raw.cursor() as cur:
         cur.execute(_psycopg_sql(sql), params)
         row = cur.fetchone()

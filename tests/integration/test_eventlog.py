@@ -275,3 +275,15 @@ def test_live_digests_catch_up_again_when_events_land_before_the_snapshot(store:
     assert counts["search_docs"] == counts["items"] == 2  # the search postings describe the same position
     monkeypatch.undo()
     assert runner.shadow_digests(store.engine, until=position)[2] == digests
+
+
+def test_a_long_append_with_a_nul_is_refused_whole(store: Substrate) -> None:
+    from service.validation import InvalidArgument
+
+    store.add("text", "before")
+    events = [_put_event(f"n{n}") for n in range(70)]
+    events.append(NewEvent(stream="bad\x00id", event=ItemPut(item=_item("ok", "ok")), scope="local"))
+    with pytest.raises(InvalidArgument, match="NUL"):
+        store.events.append(events, "loader")
+    assert store.events.head() == 1 and len(store) == 1
+    assert store.add("text", "after") and store.events.head() == 2
