@@ -15,6 +15,7 @@ from service.events import StoredEvent, event_address
 __all__ = ["ChainReport", "EventReader", "row_to_event"]
 
 _PROGRESS_EVERY = 5000
+_HEAD_AND_LAST = "SELECT h.seq, (SELECT max(seq) FROM events) FROM log_head h WHERE h.id = 1"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 
 
@@ -116,12 +117,18 @@ class EventReader:
         self, conn: Connection | None = None, *, progress: Callable[[int], None] | None = None
     ) -> ChainReport:
         """Re-walk every event: seq contiguity, prev links and each content address; the first break wins.
-        ``progress`` gets the number of events walked, every 5,000 and at the end."""
+        ``progress`` gets the number of events walked, every 5,000 and at the end.
+
+        The walk covers the log up to the head as it stood when it began: events appended meanwhile are not a break
+        (a live store keeps writing), while a row beyond the head at the end is (no append writes one).
+        """
+        with self.engine.connect() as c:
+            head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
         expected_prev: str | None = None
         expected_seq = 1
         count = 0
         last_time = None
-        for e in self.read():
+        for e in self.read(until=head_seq):
             count += 1
             if e.seq != expected_seq:
                 return ChainReport(count, False, expected_seq, f"seq {expected_seq} is missing (next is {e.seq})")
@@ -149,8 +156,6 @@ class EventReader:
                 progress(count)
         if progress is not None:
             progress(count)
-        with self.engine.connect() as c:
-            head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
         if head_seq != expected_seq - 1 or head_id != expected_prev:
             return ChainReport(
                 count,
@@ -158,4 +163,9 @@ class EventReader:
                 expected_seq if head_seq >= expected_seq else head_seq + 1,
                 f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
             )
+        with self.engine.connect() as c:
+            # One snapshot: an append moves the head and adds its rows in one transaction, so they always agree.
+            now_seq, last_seq = c.execute(text(_HEAD_AND_LAST)).one()
+        if last_seq is not None and last_seq > now_seq:
+            return ChainReport(count, False, now_seq + 1, f"event rows beyond the log head (seq {now_seq}): inserted")
         return ChainReport(count, True, head=expected_prev)

@@ -74,6 +74,13 @@ def _tamper(store: Substrate, sql: str) -> None:
         ("UPDATE events SET principal = 'mallory' WHERE seq = 4", 4),
         ("DELETE FROM events WHERE seq = 3", 3),
         ("DELETE FROM events WHERE seq = 5", 5),
+        (  # a well-formed row appended past the head by hand: no append writes one
+            "INSERT INTO events (seq, stream, version, type, data, principal, scope, event_id, prev) "
+            "SELECT 6, 'forged', 1, type, data, principal, scope, 'sha256:' || repeat('0', 64), event_id "
+            "FROM events WHERE seq = 5",
+            6,
+        ),
+        ("UPDATE log_head SET seq = 4, event_id = (SELECT event_id FROM events WHERE seq = 4)", 5),
     ],
 )
 def test_tampering_is_caught_with_the_first_bad_seq(store: Substrate, sql: str, bad: int) -> None:
@@ -287,3 +294,21 @@ def test_a_long_append_with_a_nul_is_refused_whole(store: Substrate) -> None:
         store.events.append(events, "loader")
     assert store.events.head() == 1 and len(store) == 1
     assert store.add("text", "after") and store.events.head() == 2
+
+
+def test_the_chain_walk_is_not_fooled_by_appends_while_it_runs(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """It walks the log up to the head it found when it began; an append that lands during the walk (or after
+    it, before the last check) is neither walked nor a break."""
+    for n in range(4):
+        store.add("text", f"t{n}")
+    read = store.events.read
+
+    def then_an_append(*args, **kw):  # type: ignore[no-untyped-def]
+        yield from read(*args, **kw)
+        store.add("text", "arrived during the walk")
+
+    monkeypatch.setattr(store.events, "read", then_an_append)
+    report = store.events.verify_chain()
+    assert report.ok and report.events == 4, report.reason
+    monkeypatch.undo()
+    assert store.events.verify_chain().events == 5
