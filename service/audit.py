@@ -73,6 +73,11 @@ def verify_store(
     # The live digests come from one snapshot, and the shadow replays the log up to the position it describes:
     # events appended while verify runs are in neither (else a live store would always look tampered with).
     position, live_counts, live = live_digests(store.engine, on_phase=tell)
+    if position > chain.events:  # appended since the walk began: walk them too, so all that is compared is walked
+        chain = store.events.verify_chain(until=position, resume=chain)
+        report = VerifyReport(chain.ok, chain.events, chain.first_bad_seq, chain.reason, chain.head)
+        if not chain.ok:
+            return report
     tell("shadow")
     _, shadow_counts, shadow = shadow_digests(
         store.engine, until=position, progress=progress, on_phase=lambda phase: tell(f"shadow {phase}")

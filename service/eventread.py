@@ -114,21 +114,33 @@ class EventReader:
                 remaining -= len(rows)
 
     def verify_chain(
-        self, conn: Connection | None = None, *, progress: Callable[[int], None] | None = None
+        self,
+        conn: Connection | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+        until: int | None = None,
+        resume: ChainReport | None = None,
     ) -> ChainReport:
         """Re-walk every event: seq contiguity, prev links and each content address; the first break wins.
         ``progress`` gets the number of events walked, every 5,000 and at the end.
 
-        The walk covers the log up to the head as it stood when it began: events appended meanwhile are not a break
-        (a live store keeps writing), while a row beyond the head at the end is (no append writes one).
+        The walk covers the log up to the head as it stood when it began (or up to ``until``): events appended
+        meanwhile are not a break (a live store keeps writing), while a row beyond the head at the end is (no append
+        writes one). ``resume``: an intact report of a walk to an earlier seq, continued from its last event.
         """
+        start = resume.events if resume is not None else 0
         with self.engine.connect() as c:
             head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
-        expected_prev: str | None = None
-        expected_seq = 1
-        count = 0
-        last_time = None
-        for e in self.read(until=head_seq):
+            last_time = (
+                c.execute(text("SELECT recorded_at FROM events WHERE seq = :seq"), {"seq": start}).scalar()
+                if start
+                else None
+            )
+        target = head_seq if until is None else until
+        expected_prev = resume.head if resume is not None else None
+        expected_seq = start + 1
+        count = start
+        for e in self.read(since=start, until=target):
             count += 1
             if e.seq != expected_seq:
                 return ChainReport(count, False, expected_seq, f"seq {expected_seq} is missing (next is {e.seq})")
@@ -156,12 +168,12 @@ class EventReader:
                 progress(count)
         if progress is not None:
             progress(count)
-        if head_seq != expected_seq - 1 or head_id != expected_prev:
+        if (target == head_seq and head_id != expected_prev) or expected_seq - 1 != target:
             return ChainReport(
                 count,
                 False,
-                expected_seq if head_seq >= expected_seq else head_seq + 1,
-                f"log head (seq {head_seq}) does not match the last event (seq {expected_seq - 1}): events deleted",
+                expected_seq,
+                f"log head (seq {target}) does not match the last event (seq {expected_seq - 1}): events deleted",
             )
         with self.engine.connect() as c:
             # One snapshot: an append moves the head and adds its rows in one transaction, so they always agree.

@@ -312,3 +312,26 @@ def test_the_chain_walk_is_not_fooled_by_appends_while_it_runs(store: Substrate,
     assert report.ok and report.events == 4, report.reason
     monkeypatch.undo()
     assert store.events.verify_chain().events == 5
+
+
+def test_verify_walks_the_events_appended_between_its_walk_and_its_snapshot(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import service.audit as audit
+
+    for n in range(3):
+        store.add("text", f"t{n}")
+    digests = audit.live_digests
+
+    def after_two_writes(*args, **kw):  # type: ignore[no-untyped-def]
+        store.add("text", "after the walk")
+        store.remove(store.all()[0].id)
+        return digests(*args, **kw)
+
+    monkeypatch.setattr(audit, "live_digests", after_two_writes)
+    report = audit.verify_store(store)
+    assert report.ok, report.summary()
+    assert report.events == 5 and report.head == list(store.events.read())[-1].event_id
+    resumed = store.events.verify_chain(until=5, resume=store.events.verify_chain(until=2))
+    assert resumed.ok and resumed.events == 5
+    _tamper(store, "UPDATE events SET principal = 'mallory' WHERE seq = 4")
+    broken = store.events.verify_chain(until=5, resume=store.events.verify_chain(until=2))
+    assert not broken.ok and broken.first_bad_seq == 4
