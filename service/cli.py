@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main", "open_store"]
@@ -22,14 +23,28 @@ COMMAND_MODULES = [
 ]
 
 
-def open_store(args: argparse.Namespace, **kw: Any) -> Any:
-    """The store a command works on: --url, else $SUBSTRATE_DATABASE_URL, else --root (default ./.substrate)."""
+def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
+    """The store a command works on: --url, else $SUBSTRATE_DATABASE_URL, else --root (default ./.substrate).
+
+    A root that does not exist yet becomes a new, empty store. For a command that only reads (not ``create``)
+    that is said on stderr: a mistyped --root would otherwise be verified, searched or exported as an empty store
+    without a word.
+    """
     from service.substrate import Substrate
 
     url = getattr(args, "url", None) or os.environ.get("SUBSTRATE_DATABASE_URL")
     if url:
         return Substrate(url=url, **kw)
-    return Substrate(root=getattr(args, "root", None) or ".substrate", **kw)
+    root = Path(getattr(args, "root", None) or ".substrate")
+    new = not root.exists()
+    store = Substrate(root=str(root), **kw)
+    if new and not create:
+        print(
+            f"substrate: note: there was no store at {root.resolve()}; this is a new, empty one "
+            "(give --root or --url to use another)",
+            file=sys.stderr,
+        )
+    return store
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:

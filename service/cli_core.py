@@ -15,7 +15,7 @@ __all__ = ["register"]
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
-    store = open_store(args)  # opening runs the migrations
+    store = open_store(args, create=True)  # opening runs the migrations
     print(f"schema is at head on {store.url.split('@')[-1]}")
     store.close()
     return 0
@@ -126,7 +126,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    store = open_store(args, create=True)
     with _Steps(True, _IMPORT_STEPS) as steps:
         store.load(args.dir, progress=steps.count, on_phase=steps.phase)
     n = len(store)

@@ -88,7 +88,7 @@ def _ingest(args: argparse.Namespace) -> int:
         files = list(expand_paths(args.paths, every_file=every_file))
     if args.source is not None and len(files) != 1:
         raise ValueError(f"--source names one source, but {len(files)} files were given; drop it to use each path")
-    store = open_store(args)
+    store = open_store(args, create=True)
     receipt = IngestReceipt()
     started = time.perf_counter()
     try:

@@ -20,7 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; exit through SystemExit instead of dying from the
     # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
     signal.signal(signal.SIGTERM, _exit_on_signal)
-    app = create_app(lambda: open_store(args), background=args.background_interval or None)
+    app = create_app(lambda: open_store(args, create=True), background=args.background_interval or None)
     # Never echo the URL: it may carry a password.
     where = "the --url/$SUBSTRATE_DATABASE_URL database" if args.url or _env_url() else (args.root or ".substrate")
     print(f"substrate: serving {where} on http://{args.host}:{args.port} (docs at /docs)", file=sys.stderr)
@@ -51,7 +51,7 @@ def _env_url() -> str | None:
 def _token_create(args: argparse.Namespace) -> int:
     from service.tokens import create_token
 
-    store = open_store(args)
+    store = open_store(args, create=True)
     try:
         info, token = create_token(store, args.principal, label=args.label)
     finally:

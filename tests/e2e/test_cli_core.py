@@ -75,3 +75,15 @@ def test_long_commands_show_each_step_and_its_count(tmp_path: Path, capsys) -> N
     assert main(["verify", "--root", root, "--json"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["ok"] and out.err == ""  # machine output: no progress lines
+
+
+def test_a_reading_command_on_a_root_that_does_not_exist_says_so(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    missing = str(tmp_path / "typo")
+    assert main(["verify", "--root", missing, "--json"]) == 0  # a new, empty store: intact
+    out = capsys.readouterr()
+    assert json.loads(out.out)["chain"]["events"] == 0
+    assert f"no store at {missing}" in out.err and "new, empty one" in out.err
+    assert main(["verify", "--root", missing]) == 0  # it exists now: nothing to say
+    assert "no store at" not in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "nothing"), "--root", str(tmp_path / "fresh")]) == 2  # no items.jsonl
+    assert "no store at" not in capsys.readouterr().err  # a writing command makes its store without a note
