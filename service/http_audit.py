@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
 
 from service.audit import verify_store
 from service.http_auth import CallerDep
+from service.http_errors import problem_response
 from service.http_items import AsOf
-from service.http_models import EventOut, EventPage, VerifyOut, storable
+from service.http_models import PROBLEM_RESPONSES, EventOut, EventPage, VerifyOut, storable
 from service.http_views import parse_as_of
 from service.timetravel import resolve_position
 
@@ -50,14 +53,35 @@ def events(
     return EventPage(events=page, next_after=rows[-1].seq if len(rows) == limit else None)
 
 
-@router.get("/audit/verify", response_model=VerifyOut, summary="Verify the chain and the read models")
-def verify(caller: CallerDep) -> VerifyOut:
+# One verification at a time per server process: each is a chain walk and a rebuild of every read model, so
+# callers asking at once would multiply that work; the ones who find one running are told to come back.
+_verifying = threading.Lock()
+_RETRY_AFTER = "10"
+
+
+@router.get(
+    "/audit/verify",
+    response_model=VerifyOut,
+    summary="Verify the chain and the read models",
+    responses={429: {**PROBLEM_RESPONSES[409], "description": "A verification is already running; retry later"}},
+)
+def verify(caller: CallerDep) -> VerifyOut | JSONResponse:
     """Re-walk the hash chain and compare each read model with a replay; the verdict only, per table "match".
 
     Row counts, digests and the chain head describe every scope's activity, so they stay with the operator's
-    ``substrate verify --json``; a team sees whether the store is intact and where it broke.
+    ``substrate verify --json``; a team sees whether the store is intact and where it broke. While one
+    verification runs, another request gets 429 with Retry-After (each is a full rebuild's worth of work).
     """
-    full = verify_store(caller.live).as_dict()
+    if not _verifying.acquire(blocking=False):
+        return problem_response(
+            429,
+            "a verification is already running on this server; retry when it has finished",
+            headers={"Retry-After": _RETRY_AFTER},
+        )
+    try:
+        full = verify_store(caller.live).as_dict()
+    finally:
+        _verifying.release()
     chain = {k: full["chain"][k] for k in ("ok", "first_bad_seq", "reason")}
     tables = {name: {"match": t["match"]} for name, t in full["projections"].items()}
     return VerifyOut(ok=full["ok"], chain=chain, projections=tables)

@@ -217,3 +217,42 @@ def test_healthz_is_503_when_the_database_is_gone(make_store: Any) -> None:
     before, r = asyncio.run(probe())
     assert before == 200
     assert r.status_code == 503 and r.headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_second_verify_while_one_runs_is_told_to_retry(make_store: Any, monkeypatch: Any) -> None:
+    """Each verification is a full rebuild's worth of work: one at a time per server, the others get 429."""
+    import threading
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # starlette asks for httpx2; the httpx transport works the same here
+        from fastapi.testclient import TestClient
+
+    import service.http_audit as http_audit
+    from service.tokens import create_token
+
+    store = make_store()
+    store.add("text", "x", scope="ops")
+    started, release = threading.Event(), threading.Event()
+    real = http_audit.verify_store
+
+    def slow(live: Any) -> Any:
+        started.set()
+        release.wait(10)
+        return real(live)
+
+    monkeypatch.setattr(http_audit, "verify_store", slow)
+    headers = {"Authorization": f"Bearer {create_token(store, 'ops')[1]}"}
+    with TestClient(create_app(store)) as client:
+        first: dict[str, Any] = {}
+        runner = threading.Thread(target=lambda: first.update(r=client.get("/v1/audit/verify", headers=headers)))
+        runner.start()
+        assert started.wait(10)
+        second = client.get("/v1/audit/verify", headers=headers)
+        release.set()
+        runner.join(10)
+    assert second.status_code == 429 and second.headers["retry-after"] == "10"
+    assert second.headers["content-type"].startswith("application/problem+json")
+    assert first["r"].status_code == 200 and first["r"].json()["ok"]
+    with TestClient(create_app(store)) as client:  # the guard is released: the next one runs
+        assert client.get("/v1/audit/verify", headers=headers).json()["ok"]
