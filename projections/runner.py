@@ -123,8 +123,8 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> d
                 text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name}
             )
             target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
-        if done >= target:
-            continue
+            if done >= target:
+                continue
         if done == 0 and p.build is not None and _empty(conn, p.tables):
             with _indexes_deferred(conn, p.tables if _lock_now(conn, p.tables) else [], keys=True):
                 built = p.build(conn, inline)

@@ -12,9 +12,10 @@ from sqlalchemy.engine import Connection, Engine
 from projections import loads
 from service.events import StoredEvent, event_address
 
-__all__ = ["ChainReport", "EventReader", "row_to_event"]
+__all__ = ["PROGRESS_EVERY", "ChainReport", "EventReader", "row_to_event"]
 
-_PROGRESS_EVERY = 5000
+# How often long walks and loads report progress (every this many rows, and at the end).
+PROGRESS_EVERY = 5000
 _HEAD_AND_LAST = "SELECT h.seq, (SELECT max(seq) FROM events) FROM log_head h WHERE h.id = 1"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 
@@ -164,7 +165,7 @@ class EventReader:
             last_time = e.recorded_at
             expected_prev = e.event_id
             expected_seq += 1
-            if progress is not None and count % _PROGRESS_EVERY == 0:
+            if progress is not None and count % PROGRESS_EVERY == 0:
                 progress(count)
         if progress is not None:
             progress(count)

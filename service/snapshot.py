@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from service.eventread import PROGRESS_EVERY
 from service.events import normalize_json
 from service.items import SubstrateItem
 
@@ -15,7 +16,6 @@ __all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
 
 SNAPSHOT_NAME = "items.jsonl"
 _PREVIEW = 80
-_PROGRESS_EVERY = 5000
 
 
 class SnapshotError(ValueError):
@@ -40,7 +40,7 @@ def write_snapshot(root: Path, items: Iterable[SubstrateItem], progress: Callabl
                 f.write(json.dumps(item.json_view(), ensure_ascii=False, allow_nan=False))
                 f.write("\n")
                 n += 1
-                if progress is not None and n % _PROGRESS_EVERY == 0:
+                if progress is not None and n % PROGRESS_EVERY == 0:
                     progress(n)
             if progress is not None:
                 progress(n)
@@ -91,7 +91,7 @@ def read_snapshot(root: Path, progress: Callable[[int], None] | None = None) -> 
                 raise SnapshotError(path, n, line, f"invalid item ({exc or 'nested too deeply'})") from None
             items.pop(item.id, None)
             items[item.id] = item
-            if progress is not None and n % _PROGRESS_EVERY == 0:
+            if progress is not None and n % PROGRESS_EVERY == 0:
                 progress(n)
     if progress is not None:
         progress(n)

@@ -16,6 +16,7 @@ from projections.bulkwork import bulk_work
 from service.bulk_append import BulkAppender
 from service.db import Database, open_database, reader
 from service.errors import ConcurrencyError, ReadOnlyError
+from service.eventread import PROGRESS_EVERY
 from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.eventstore import ChainReport, EventStore
 from service.items import SubstrateItem, is_generated_id
@@ -351,7 +352,7 @@ class Substrate:
         prepared = []
         for n, it in enumerate(items, start=1):
             prepared.append(self._prepare(it, None, fresh=True))  # parsed and validated just now, by read_snapshot
-            if progress is not None and (n % 5000 == 0 or n == len(items)):
+            if progress is not None and (n % PROGRESS_EVERY == 0 or n == len(items)):
                 progress(n)
         tell("write")
         keep = {d["id"] for d in prepared}
