@@ -111,8 +111,9 @@ _BUILD = text(
     # The inline read models' position, read by this statement's own snapshot: the items it indexes stand there.
     "WITH pos AS (SELECT coalesce(max(seq) FILTER (WHERE name = ANY(CAST(:inline AS text[]))), 0) AS target "
     "  FROM checkpoints), "
-    "s AS (SELECT i.id AS item_id, i.doc->>'scope' AS scope, i.doc->>'kind' AS kind, i.seq, "
-    "  (i.doc->>'text') <> '' AS has_text, left(concat_ws(' ', i.doc->>'text', "
+    # (items.scope, kind and text are the doc's own fields, kept as columns: no jsonb lookup for them)
+    "s AS (SELECT i.id AS item_id, i.scope, i.kind, i.seq, "
+    "  i.text <> '' AS has_text, left(concat_ws(' ', i.text, "
     "  CASE WHEN coalesce(i.doc->'payload', 'null') IN ('{}', 'null') THEN NULL ELSE (i.doc->'payload')::text END, "
     "  coalesce((SELECT string_agg(t.v, ' ' ORDER BY t.n) FROM jsonb_array_elements_text(CASE WHEN "
     "  jsonb_typeof(i.doc->'tags') = 'array' THEN i.doc->'tags' ELSE '[]' END) WITH ORDINALITY AS t(v, n)), '')), "

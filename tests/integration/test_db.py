@@ -257,3 +257,24 @@ def test_default_stores_opened_back_to_back_take_ready_spares() -> None:
         opened.append(s.url.rsplit("/", 1)[-1].split("?")[0])
         s.close()
     assert opened == spares
+
+
+_PROVIDER = text("SELECT datlocprovider, datlocale FROM pg_database WHERE datname = current_database()")
+_WORDS = ["日", "z", "é", "B", "Ω", "a", "ß", "É", "éa", "e"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("SUBSTRATE_DATABASE_URL")), reason="the embedded server makes the databases")
+def test_embedded_databases_sort_text_bytewise_in_code_point_order(tmp_path: Path) -> None:
+    for s in (Substrate(), Substrate(root=tmp_path / "root")):
+        with s.engine.connect() as c:
+            assert tuple(c.execute(_PROVIDER).one()) == ("b", "C.UTF-8")  # builtin: no strcoll, abbreviated keys
+            got = c.execute(
+                text("SELECT array_agg(t ORDER BY t) FROM unnest(CAST(:a AS text[])) t"),
+                {"a": _WORDS},
+            )
+            assert got.scalar_one() == sorted(_WORDS)  # Python compares strings by code point
+            # Character classes and stemming are Unicode-aware as before (LC_CTYPE is still the libc C.UTF-8).
+            assert c.execute(text("SELECT to_tsvector('english', 'Écoles STRASSE Straße')::text")).scalar_one() == (
+                "'strass':2 'straße':3 'école':1"
+            )
+        s.close()
