@@ -106,6 +106,11 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]{0,64}(?:\.[A-Za-z_$][\w$]{0,64}){1,16}")
 _IDENT = re.compile(r"[A-Za-z_]{1,256}")
 _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 _COLOR = re.compile(r"#[0-9a-fA-F]{3,8}")
+_SECRET_MANAGER_NAME = re.compile(r"projects/[\w\-]{1,64}/secrets/[\w\-]{1,255}(?:/versions/[\w\-]{1,64})?")
+# An e-mail address, URL-encoded or not, maybe followed by a scope path (a signed URL's X-Goog-Credential).
+_ACCOUNT = re.compile(
+    r"[\w.+\-]{1,64}(?:@|%40)[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}(?:(?:/|%2F)[\w.\-]{1,64}){0,8}"
+)
 # A lowercase key's name and '=' (client_id=...): a value that opens so is the next pair of a log line.
 _NAMESPACED = re.compile(r"[A-Za-z][A-Za-z_.\-]{0,64}:[A-Za-z][A-Za-z_.\-]{0,64}")
 _ID_AND_PATH = re.compile(r"[\w.\-]{1,64}:(?:/|~/|\./)")
@@ -240,12 +245,16 @@ def assignment_value_ok(
         return False  # startToken:Token=None, private_key: PKCS7PrivateKeyTypes -- a type annotation, not a value
     if v.startswith("--"):
         return False  # creds = " --username=" + auth: a command-line flag being assembled
+    if v.startswith("@Microsoft.KeyVault(") or _SECRET_MANAGER_NAME.fullmatch(v):
+        return False  # a reference the platform resolves at run time (Key Vault, GCP Secret Manager): no value
     if v.startswith("arn:"):
         return False  # "IAMUserChangePassword": "arn:aws:iam::aws:policy/...": an AWS resource name, not a secret
     if _ID_AND_PATH.match(v) or _CMDLET.fullmatch(v):
         return False  # LoadCredential=db-password:/etc/credstore/...: a file; ConvertTo-SecureString: a cmdlet
     if not password and _NAMESPACED.fullmatch(v):
         return False  # _SAR_APP_KEY = "serverlessrepo:applicationId": a namespaced name, no key has only words
+    if not password and _ACCOUNT.fullmatch(v):
+        return False  # credential=signer@x.iam.gserviceaccount.com(/scope): an account, who signs, not a secret
     if v.endswith(".apps.googleusercontent.com"):
         return False  # a Google OAuth client id: public, sent in every sign-in redirect
     if not quoted and _NAMED_VALUE.match(v):
@@ -646,6 +655,8 @@ def _basic_check(m: re.Match[str], secret: str) -> bool:
         return assignment_value_ok(secret, quoted=True, password=True)
     if m.groupdict().get("s_b64") is not None:  # no header name: only base64 of a printable user:password counts
         return _basic_pair(secret)
+    if m.groupdict().get("s_plain") is not None:
+        return _plain_pair(secret)
     try:
         decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -661,6 +672,16 @@ def _basic_pair(secret: str) -> bool:
         return False
     user, colon, password = decoded.partition(":")
     return bool(colon and user and password and decoded.isprintable()) and not is_placeholder(password)
+
+
+def _plain_pair(secret: str) -> bool:
+    """Whether ``secret`` is SASL PLAIN's base64 of ``authzid NUL user NUL password`` with a password."""
+    try:
+        decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    parts = decoded.split("\x00")
+    return len(parts) == 3 and bool(parts[1] and parts[2]) and not is_placeholder(parts[2])
 
 
 def _bearer_check(_m: re.Match[str], secret: str) -> bool:
@@ -1019,12 +1040,32 @@ def _prose_value(secret: str) -> bool:
 # account: <value>", "here's the Datadog API key: <value>", "reset the NAS password to <value>", "pw: <value>",
 # a table whose Password column or whose row label names the credential. The noun is a whole word, lower case or
 # Capitalized (the anchors); a bare "key" counts only after a word saying what it unlocks (API key, account key).
+# The same nouns in the languages a team's notes are written in: passwords (mot de passe, Passwort, contraseña,
+# senha, wachtwoord, hasło, пароль, パスワード, 密码, 비밀번호), access keys (Zugriffsschlüssel, clé secrète) and
+# credential pairs (Zugangsdaten, identifiants, credenciales). Written in CJK scripts, a noun has no word boundary.
+_PASSWORD_NOUNS_INTL = "mot de passe|[Pp]asswort|[Kk]ennwort|[Cc]ontraseña|[Ss]enha|[Ww]achtwoord|[Hh]asło|[Пп]ароль"
+_PASSWORD_NOUNS_CJK = "パスワード|暗証番号|密码|密碼|비밀번호"
+_KEY_NOUNS_INTL = "[Zz]ugriffsschlüssel|[Gg]eheimschlüssel|clé secrète|clé d'API|clé API|clave secreta|clave de API"
+_PAIR_NOUNS_INTL = "[Zz]ugangsdaten|[Aa]nmeldedaten|[Ii]dentifiants|[Cc]redenciales|認証情報"
 _PROSE_NOUN = re.compile(
-    r"(?<![A-Za-z0-9.\-/$@:])(?P<n>[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
-    r"|[Cc]redentials?|[Ll]ogin)(?![\w\-@])"
+    r"(?P<n>(?<![A-Za-z0-9.\-/$@:])(?:[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
+    r"|[Cc]redentials?|[Ll]ogin|"
+    + _PASSWORD_NOUNS_INTL
+    + "|"
+    + _KEY_NOUNS_INTL
+    + "|"
+    + _PAIR_NOUNS_INTL
+    + r")(?![\w\-@])|"
+    + _PASSWORD_NOUNS_CJK
+    + ")"
 )
+_PASSWORD_NOUN_RX = re.compile(
+    r"pass(?:word|wd|phrase)|pwd?|login|" + _PASSWORD_NOUNS_INTL + "|" + _PASSWORD_NOUNS_CJK, re.IGNORECASE
+)
+_PAIR_NOUN_RX = re.compile(r"login|creds|credentials|" + _PAIR_NOUNS_INTL, re.IGNORECASE)
 # Lowercase tails every casing the noun pattern takes holds (a substring test each), and "Key" (one branch of the
-# combined anchor search under "K"): prose writes the nouns lower case or Capitalized.
+# combined anchor search under "K"): prose writes the nouns lower case or Capitalized. A noun with a letter beyond
+# ASCII is anchored on that letter (the combined search then stops at no ASCII letter of English prose).
 _PROSE_NOUN_ANCHORS = (
     "assword",
     "asswd",
@@ -1038,6 +1079,27 @@ _PROSE_NOUN_ANCHORS = (
     "reds",
     "redential",
     "ogin",
+    "de passe",
+    "asswort",
+    "ennwort",
+    "ña(?<=seña)",
+    "enha",
+    "achtwoord",
+    "ło(?<=sło)",
+    "ароль",
+    "パスワード",
+    "暗証番号",
+    "密码",
+    "密碼",
+    "비밀번호",
+    "üssel",
+    "é(?<=clé)",
+    "clave",
+    "ugangsdaten",
+    "nmeldedaten",
+    "dentifiants",
+    "redenciales",
+    "認証情報",
 )
 _KEY_QUALIFIERS = frozenset(
     "api access secret account signing app license ingest storage master private auth client encryption admin "
@@ -1045,8 +1107,11 @@ _KEY_QUALIFIERS = frozenset(
 )
 # Words before "token" naming something that is no credential: a form's, a page's or a model's token.
 _TOKEN_NOT = frozenset("csrf xsrf page next pagination continuation sync cancellation max input output prompt".split())
-_PROSE_CONNECTORS = frozenset({":", "=", "->", "=>", "\u2192", "\u2014", "\u2013", "-", "is", "was", "now", "to", "|"})
-_PROSE_STRIP = "`'\"()[]<>*"
+_PROSE_CONNECTORS = frozenset(
+    {":", "=", "->", "=>", "\u2192", "\u2014", "\u2013", "-", "is", "was", "now", "to", "|"}
+    | {"：", "は", "est", "es", "ist", "lautet", "é", "era", "är", "er", "jest", "это"}  # the other languages' "is"
+)
+_PROSE_STRIP = "`'\"()[]<>*«»“”„‘’「」"
 _SENTENCE_END = ".,;!?"
 _SENTENCE_STOP = (".", ";", "!", "?")
 # Kinds of key that lock nothing: a table's, a cache's, a map's, a public one.
@@ -1060,7 +1125,7 @@ _KEY_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 
 
 def _password_noun(noun: str) -> bool:
-    return noun.lower() in ("password", "passwd", "passphrase", "pw", "pwd", "login")
+    return _PASSWORD_NOUN_RX.fullmatch(noun) is not None
 
 
 def _prose_key_value(value: str) -> bool:
@@ -1086,12 +1151,14 @@ def _prose_password_value(value: str) -> bool:
     """A password as prose gives it (6+ characters): letters with digits, or 8+ with a symbol and both cases."""
     return (
         6 <= len(value) <= 128
+        and _CJK.search(value) is None  # パスワードは12文字以上: the sentence goes on, glued to the noun
         and value.lower() not in _MESSAGE_WORDS
         and _EPOCH_VERSION.match(value) is None
         and _prose_value(value)
     )
 
 
+_CJK = re.compile("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # CJK punctuation, kana, ideographs, Hangul, full width
 # A package version as Debian and RPM write it: epoch:upstream (1:4.13+dfsg1-1), or a dotted number first.
 _EPOCH_VERSION = re.compile(r"\d{1,9}(?::\d|\.\d)")
 
@@ -1197,7 +1264,7 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
             continue  # db_password=..., api_key: ..., db_password,v: an assignment's or a row's, not prose
         noun = m.group("n").lower()
         password = _password_noun(noun)
-        if "|" in text[max(0, m.start() - 200) : m.start()] and noun not in _PAIR_NOUNS:
+        if "|" in text[max(0, m.start() - 200) : m.start()] and _PAIR_NOUN_RX.fullmatch(noun) is None:
             line = _line_start(text, m.start())
             if line not in tables_read:  # each table line once: a line of many nouns costs one read
                 tables_read.add(line)
@@ -1208,12 +1275,11 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
         end = text.find("\n", m.end(), m.end() + 200)  # bounded: a long line must not make the scan quadratic
         window = text[m.end() : m.end() + 200 if end == -1 else end]
         tokens = [(t.start() + m.end(), t.group()) for t in itertools.islice(_WORDS.finditer(window), 8)]
-        found_span = _pair_value(tokens) if noun in _PAIR_NOUNS else _named_value(tokens, password)
+        found_span = _pair_value(tokens) if _PAIR_NOUN_RX.fullmatch(noun) else _named_value(tokens, password)
         if found_span is not None:
             yield found_span
 
 
-_PAIR_NOUNS = frozenset({"login", "creds", "credentials"})
 _PROSE_VERB_WORDS = frozenset("set reset changed updated rotated now still been being be has have had got will".split())
 _WORDS = re.compile(r"\S+")
 _GLUE_FIRST = ("=", ":", ",", '"', "'", "")
@@ -1256,8 +1322,8 @@ def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
                 return None
             continue
         value = _core(word)
-        if not value.strip(_SENTENCE_END):
-            continue  # a bare comma or dash
+        if not value.strip(_SENTENCE_END + _PROSE_STRIP):
+            continue  # a bare comma or dash, an opening « or 「
         if len(value) > 256 or _code_word(word) or is_placeholder(word):
             return None  # getenv("X"), [REDACTED:...], <your-key>: code, masked, or a blank to fill
         if _prose_password_value(value) if password else _prose_key_value(value):
@@ -1483,6 +1549,53 @@ def _pem_base64_check(_m: re.Match[str], secret: str) -> bool:
 
 
 # Most specific first: when two rules claim the same span, the earlier rule names it.
+def _mailgun_key(value: str) -> bool:
+    """A newer Mailgun key's three parts are random hex: no filler (00000000) and no counter (0123...)."""
+    return not sequential(value) and all(len(set(part)) > 3 for part in value.split("-"))
+
+
+# The signature of jwt.io's sample token (John Doe, "your-256-bit-secret"): printed in every JWT tutorial.
+_JWT_IO_SAMPLE = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+# A client or driver handed its credentials positionally: the call, its leading string arguments, and which of them
+# is the secret (JDBC's getConnection(url, user, password), PHP's PDO and mysqli, .NET's NetworkCredential(user,
+# password), Apache HttpClient's UsernamePasswordCredentials, AWS SDKs' static credentials (key id, secret),
+# PayPal's environments (client id, secret), Azure's ClientSecretCredential(tenant, client id, secret)).
+_POSITIONAL_CALLS = {
+    "getConnection": 2,
+    "PDO": 2,
+    "mysqli_connect": 2,
+    "mysqli": 2,
+    "NetworkCredential": 1,
+    "UsernamePasswordCredentials": 1,
+    "PasswordAuthentication": 1,
+    "BasicAWSCredentials": 1,
+    "AwsBasicCredentials.create": 1,
+    "LiveEnvironment": 1,
+    "SandboxEnvironment": 1,
+    "ClientSecretCredential": 2,
+}
+_POSITIONAL_CALL = re.compile(
+    r"(?<![\w$.])(?:[\w$]{1,64}\.){0,4}(?P<f>" + "|".join(re.escape(f) for f in _POSITIONAL_CALLS) + r")\("
+)
+_POSITIONAL_ARG = re.compile(
+    r"\s{0,64}+(?P<q>['\"])(?P<v>[^'\"\\\r\n]{1,512}+)(?P=q)\s{0,64}+(?:,|\)|\.toCharArray\(\))"
+)
+
+
+def _find_positional_credentials(text: str) -> Iterator[Span]:
+    """The secret a connection or credentials call is handed as a string literal, by its position."""
+    for call in _POSITIONAL_CALL.finditer(text):
+        want, pos, index = _POSITIONAL_CALLS[call.group("f")], call.end(), 0
+        while (arg := _POSITIONAL_ARG.match(text, pos)) is not None:
+            if index == want:
+                if assignment_value_ok(arg.group("v"), quoted=True, password=True):
+                    yield arg.span("v")
+                break
+            if not text[arg.end() - 1 : arg.end()] == ",":
+                break
+            pos, index = arg.end(), index + 1
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "gcp_service_account_key",
@@ -1547,6 +1660,18 @@ RULES: tuple[Rule, ...] = (
         "azure_sas_token",
         _regex(r"[?&](?i:sig)=(?P<s>[A-Za-z0-9%+/=]{20,256}+)", check=_mixed),
         anchors=(r"\?(?i:sig)=", r"&(?i:sig)="),
+    ),
+    # A signed URL's signature grants what the URL names until it expires, to whoever holds the link: S3 (SigV4's
+    # X-Amz-Signature, SigV2's Signature with AWSAccessKeyId), GCS V4 (X-Goog-Signature), CloudFront (Signature
+    # with Key-Pair-Id). The parameters around it (credential scope, dates, key-pair id) are not secret.
+    Rule(
+        "signed_url_signature",
+        _regex(
+            r"[?&](?:X-Amz-Signature|X-Goog-Signature)=(?P<s>[0-9a-f]{64,1024}+)(?![0-9A-Za-z])",
+            r"[?&]Signature=(?P<s>[A-Za-z0-9%~_+/=\-]{27,4096}+)",
+            check=_random,
+        ),
+        anchors=(r"=(?<=Signature=)",),
     ),
     Rule(
         "github_token",
@@ -1670,7 +1795,16 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "sendgrid_api_key", _regex(_L + r"SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{30,64}+" + _RD), anchors=(r"SG\.",)
     ),
-    Rule("mailgun_api_key", _regex(r"(?<![A-Za-z0-9_\-])key-[0-9a-f]{32}" + _R), anchors=(r"-(?<=key-)",)),
+    # Mailgun's private API keys: key-<32 hex>, and the newer <32 hex>-<8 hex>-<8 hex>.
+    Rule(
+        "mailgun_api_key",
+        _regex(
+            r"(?<![A-Za-z0-9_\-])key-[0-9a-f]{32}" + _R,
+            r"(?<![A-Za-z0-9_\-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}" + _RD,
+            check=lambda _m, s: s.startswith("key-") or _mailgun_key(s),
+        ),
+        anchors=(r"-(?<=key-)", r"-(?<=[0-9a-f]{32}-)[0-9a-f]{8}-"),
+    ),
     Rule("npm_token", _regex(_L + r"npm_[A-Za-z0-9]{36}" + _R), anchors=(r"_(?<=npm_)",)),
     Rule("pypi_token", _regex(_L + r"pypi-AgE[A-Za-z0-9_\-]{50,1000}+"), anchors=(r"-(?<=pypi-)AgE",)),
     Rule(
@@ -1692,9 +1826,12 @@ RULES: tuple[Rule, ...] = (
         _regex(
             _L
             + r"(?:NR(?:AK|II)-[A-Za-z0-9_\-]{20,40}+|NRJS-[a-f0-9]{19}|(?:[a-f0-9]{36}|eu01xx[a-f0-9]{30})NRAL)"
-            + _R
+            + _R,
+            # The agents' older license key (newrelic.ini, newrelic.yml, NEW_RELIC_LICENSE_KEY): 40 hex digits.
+            r"(?<![A-Za-z0-9])(?i:license[_.\-]?key)" + _SEP + r"(?P<s>[0-9a-f]{40})" + _R,
         ),
         anchors=(r"-(?<=NRAK-|NRII-|NRJS-)", "NRAL"),
+        keywords=("key",),
     ),
     Rule(
         "shopify_token",
@@ -1979,7 +2116,9 @@ RULES: tuple[Rule, ...] = (
         _regex(
             r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+" + _RD,
             r"(?<![A-Za-z0-9+/])ZXlK[A-Za-z0-9+/]{60,16384}+={0,2}+",  # a JWT base64-encoded once more
-            check=lambda _m, s: not s.startswith("ZXlK") or _JWT.match(_b64_text(s)) is not None,
+            check=lambda _m, s: (
+                not s.endswith(_JWT_IO_SAMPLE) and (not s.startswith("ZXlK") or _JWT.match(_b64_text(s)) is not None)
+            ),
         ),
         anchors=(r"\.eyJ", "ZXlK"),
     ),
@@ -1996,11 +2135,14 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s_pw>[^'\"\n]{1,256}+)(?P=pq)",
             # .NET's AuthenticationHeaderValue("Basic", "<base64>")
             r"HeaderValue\([ \t]{0,4}+\"Basic\"[ \t]{0,4}+,[ \t]{0,4}+\"(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)\"",
-            # A header value handed over as a string: .header("Authorization", "Basic <base64 of user:password>")
-            r"(?<=['\"])Basic[ \t]{1,8}+(?P<s_b64>[A-Za-z0-9+/]{12,2048}+={0,2}+)(?=['\"])",
+            # A header value without its name: .header("Authorization", "Basic <base64>"), a proxy's captured
+            # header ({Basic <base64>|agent}); only base64 of a printable user:password counts (_basic_pair)
+            r"(?<![A-Za-z0-9_])Basic[ \t]{1,8}+(?P<s_b64>[A-Za-z0-9+/]{12,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
+            # SMTP's AUTH PLAIN: base64 of authzid NUL user NUL password
+            r"(?<![A-Za-z0-9_])AUTH[ \t]{1,8}+PLAIN[ \t]{1,8}+(?P<s_plain>[A-Za-z0-9+/]{8,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
             check=_basic_check,
         ),
-        anchors=(r"=[ \t]{0,4}\(", r"Auth\(", r"HeaderValue\(", r"B(?<=['\"]B)asic[ \t]"),
+        anchors=(r"=[ \t]{0,4}\(", r"Auth\(", r"HeaderValue\(", r"Basic[ \t]", r"PLAIN[ \t]"),
         keywords=("authorization",),
     ),
     Rule(
@@ -2149,6 +2291,9 @@ RULES: tuple[Rule, ...] = (
             # {"name": "DB_PASSWORD", "value": "..."} (ECS, Kubernetes JSON), {"key": "...", "value": ...} (Postman)
             r"\"(?:[Nn]ame|[Kk]ey)\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
             r"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\s]{1,256}+)\"",
+            # A setting whose value is an object: Spring Boot actuator's /env ("db.password": {"value": "..."})
+            r"\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+:[ \t\r\n]{0,64}+\{[ \t\r\n]{0,64}+\"[Vv]alue\"[ \t]{0,8}+:[ \t]{0,8}+"
+            r"\"(?P<s>[^\"\s]{1,256}+)\"",
             check=lambda m, secret: _keyed_value(m.group("k"), secret),
         ),
         anchors=(
@@ -2170,6 +2315,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("dsl_credential", _find_dsl_values, anchors=_DSL_SPOTS),
     Rule("credential_argument", _find_call_values, anchors=_CALL_SPOTS),
+    Rule(
+        "positional_credential",
+        _find_positional_credentials,
+        # "(" first: the combined anchor search stops at punctuation, not at every lowercase letter of prose
+        anchors=tuple(sorted({r"\((?<=" + re.escape(f.split(".")[-1]) + r"\()" for f in _POSITIONAL_CALLS})),
+    ),
     # A hardcoded fallback for a credential's setting: process.env.API_TOKEN || 'v', config.apiKey ?? "v" (JS, C#,
     # PHP), TOKEN ?: "v" (Kotlin, Groovy).
     Rule(

@@ -531,10 +531,97 @@ TRUE_POSITIVES = [
         + "', now());",
         k,
     ),
+    # Signed URLs: the signature is the credential (the key id beside it has its own rule).
+    (
+        "signed_url_signature",
+        "https://b.s3.amazonaws.com/q4.parquet?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20250314T101500Z"
+        "&X-Amz-SignedHeaders=host&X-Amz-Signature=" + (k := rnd(64, HEX)),
+        k,
+    ),
+    (
+        "signed_url_signature",
+        "signed url: https://storage.googleapis.com/b/a.tar.gz?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature="
+        + (k := rnd(512, HEX)),
+        k,
+    ),
+    (
+        "signed_url_signature",
+        "GET https://d1.cloudfront.net/v.mp4?Expires=1769320828&Signature="
+        + (k := rnd(120, URLSAFE + "~") + "7Q")
+        + "&Key-Pair-Id=KIZ9KIMG127VHD -> 200",
+        k,
+    ),
+    # A header value without its name (a proxy's capture), and SMTP's AUTH PLAIN.
+    ("basic_auth", "haproxy[2530]: 200 2349 - - ---- {Basic " + BASIC + '|python-requests/2.31} "GET /m"', BASIC),
+    (
+        "basic_auth",
+        "send: 'AUTH PLAIN " + (k := base64.b64encode(b"\x00apikey\x00" + rnd(24).encode()).decode()) + "\\r\\n'",
+        k,
+    ),
+    # Passed positionally to a connection or credentials call.
+    (
+        "positional_credential",
+        'DriverManager.getConnection(\n    "jdbc:mysql://db:3306/kb", "kb_app", "' + (k := rnd(14) + "@7") + '");',
+        k,
+    ),
+    (
+        "positional_credential",
+        "new PDO('mysql:host=localhost;dbname=kb', 'kb_web', '" + (k := rnd(16) + "*U") + "');",
+        k,
+    ),
+    (
+        "positional_credential",
+        "new paypal.core.LiveEnvironment(\n  '"
+        + rnd(80, URLSAFE)
+        + "',\n  '"
+        + (k := "E" + rnd(79, URLSAFE))
+        + "'\n);",
+        k,
+    ),
+    ("positional_credential", 'new NetworkCredential("svc_backup", "' + (k := rnd(12) + "9!") + '")', k),
+    ("mailgun_api_key", "Mailgun (private)\t" + (k := rnd(32, HEX) + "-" + rnd(8, HEX) + "-" + rnd(8, HEX)), k),
+    ("newrelic_key", "[newrelic]\napp_name = kb-worker\nlicense_key = " + (k := rnd(40, HEX)), k),
+    (
+        "sensitive_config_value",
+        '{"properties": {"spring.datasource.password": {"value": "' + (k := rnd(12) + "4!") + '"}}}',
+        k,
+    ),
+    # Credentials named in the other languages of a team's notes.
+    ("prose_secret", "utilisateur : deploy\nmot de passe : " + (k := rnd(10) + "4%c"), k),
+    ("prose_secret", "Tu usuario es dgarcia y la contraseña temporal es " + (k := "Quartz-Maple99lantern") + ".", k),
+    ("prose_secret", "* Zugangsdaten: admin / " + (k := "3aDD6K-9mqR6"), k),
+    ("prose_secret", "・新しいパスワード: " + (k := rnd(16) + "71"), k),
+    ("prose_secret", "[10:42] 山本: 検証サーバのrootパスワードは " + (k := rnd(10) + "0T") + " です", k),
+    ("prose_secret", "- Le nouveau mot de passe du compte Figma est « " + (k := "Raven-Orchid56quartz") + " »", k),
+    ("prose_secret", "Geheimer Zugriffsschlüssel: " + (k := rnd(36, B64) + "Pz/7"), k),
+    ("prose_secret", 'base_de_datos:\n  contraseña: "' + (k := "mh^" + rnd(16) + "D0") + '"', k),
 ]
 
 # (rule that must NOT fire, text)
 FALSE_POSITIVES = [
+    # A signed URL's credential scope names who signed, and a platform's secret reference names where the value is.
+    (
+        "sensitive_assignment",
+        "?X-Goog-Credential=signer%40acme-prod.iam.gserviceaccount.com%2F20250314%2Fauto%2Fstorage%2Fgoog4_request"
+        "&X-Goog-Date=20250314T101500Z",
+    ),
+    ("sensitive_assignment", "credential=signer@acme.iam.gserviceaccount.com"),
+    ("sensitive_assignment", '"DbPassword": "@Microsoft.KeyVault(SecretUri=https://kv.vault.azure.net/secrets/db/)"'),
+    ("sensitive_assignment", "DB_PASSWORD: projects/acme-kb/secrets/db-password/versions/latest"),
+    # jwt.io's sample token, printed in every JWT tutorial.
+    (
+        "jwt",
+        "the default one from jwt.io: eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9l"
+        "IiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    ),
+    # "Basic" and "AUTH PLAIN" in prose; a password policy told in Japanese.
+    ("basic_auth", "Basic authentication is enabled; Basic settings live under /admin. AUTH PLAIN mechanism supported"),
+    ("prose_secret", "パスワードは12文字以上で、英大文字・数字・記号をそれぞれ1文字以上含める必要があります。"),
+    ("prose_secret", "Das Passwort muss mindestens 12 Zeichen lang sein. Le mot de passe est obligatoire."),
+    ("positional_credential", 'DriverManager.getConnection(url, user, password)\nnew PDO($dsn, "app", $password)'),
+    ("positional_credential", 'new NetworkCredential("svc_backup", "<password>")'),
+    ("signed_url_signature", "https://api.example.com/verify?Signature=" + "a" * 40 + "&id=7"),
+    ("mailgun_api_key", "trace 0123456789abcdef0123456789abcdef-00000000-00000000 ok"),
     # Found by scanning 4,000 Python files of installed packages (moto, pydantic, fastapi, cffi, scipy, numpy, antlr4).
     ("sensitive_assignment", 'passphrase=passphrase\napiKey = "apiKey"\nportfolio_share_token += "-principals"'),
     ("sensitive_assignment", "FILTERS = {'pass': 'bandpass', 'stop': 'bandstop'}"),
