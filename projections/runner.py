@@ -169,12 +169,12 @@ def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
     counts: dict[str, int] = {}
     digests: dict[str, str] = {}
     for table, key in read_model_tables():
-        digest, n = hashlib.sha256(), 0
-        with raw.cursor() as cur, cur.copy(f"COPY (SELECT * FROM {table} ORDER BY {key}) TO STDOUT") as copy:
-            for block in copy:
-                chunk = bytes(block)
-                digest.update(chunk)
-                n += chunk.count(b"\n")  # one per row: COPY escapes the newlines inside values
+        digest = hashlib.sha256()
+        with raw.cursor() as cur:
+            with cur.copy(f"COPY (SELECT * FROM {table} ORDER BY {key}) TO STDOUT") as copy:
+                for block in copy:
+                    digest.update(block)
+            n = cur.rowcount  # the rows COPY sent (its command tag)
         counts[table] = n
         digests[table] = digest.hexdigest() if n else ""
     return counts, digests
