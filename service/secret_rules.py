@@ -10,7 +10,7 @@ import json
 import re
 import re._constants as _sre_constants
 import re._parser as _sre_parser
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -35,7 +35,8 @@ _L = r"(?<![A-Za-z0-9_])"
 _R = r"(?![A-Za-z0-9_])"
 _RD = r"(?![A-Za-z0-9_\-])"
 # "key" / "key": / KEY= / key => / key := -- the assignment glue shared by every context-anchored rule.
-_SEP = r"""\\?["']?[ \t]{0,8}+(?::=|=>|[:=])[ \t]{0,8}+\\?["']?"""
+# (up to 32 spaces before the operator: columns aligned by hand, as in Puppet, Ruby and PHP)
+_SEP = r"""\\?["']?[ \t]{0,32}+(?::=|=>|[:=])[ \t]{0,8}+\\?["']?"""
 
 # Placeholder words count only as whole segments in one case: lowercase or Capitalized, bounded by the string's
 # edge, a non-letter or a lower->upper case change ("fake-token", "myFakeToken", "..._example"), or ALL CAPS anywhere
@@ -245,6 +246,10 @@ def assignment_value_ok(
         return False  # startToken:Token=None, private_key: PKCS7PrivateKeyTypes -- a type annotation, not a value
     if v.startswith("--"):
         return False  # creds = " --username=" + auth: a command-line flag being assembled
+    if v.startswith("pk.eyJ"):
+        return False  # a Mapbox public token: meant for the browser (its secret tokens open sk.)
+    if v.endswith("(") or "?." in v:
+        return False  # System.fetch_env!(, session?.access_token: a call or a property read, not a literal
     if v.startswith("@Microsoft.KeyVault(") or _SECRET_MANAGER_NAME.fullmatch(v):
         return False  # a reference the platform resolves at run time (Key Vault, GCP Secret Manager): no value
     if v.startswith("arn:"):
@@ -267,6 +272,8 @@ def assignment_value_ok(
         return False  # prose or a validation message ("password": "must be at least 8 characters")
     if _UUID.fullmatch(v):
         return uuid_credential_key(key) and not _sample_uuid(v)  # HEROKU_API_KEY=<uuid>: services issue UUID keys
+    if _PATH.match(v) and len(v) >= 40 and _cased(v) and "." not in v:
+        return True  # secret_key_base: "/tEHy...": base64 that happens to open on '/', no path
     if _DIGEST.fullmatch(v) or _PATH.match(v) or _URL.match(v) or _DOTTED_NUMBER.fullmatch(v):
         return False  # an id, a digest, a path, a URL, or a version / IP / OID
     if _PASSWORD_HASH.fullmatch(v):
@@ -279,7 +286,7 @@ def assignment_value_ok(
         return False  # ACCESS_KEY = 'AWS_ACCESS_KEY_ID' / 'AWSAccessKeyId': the name of a field, not its value
     if not password and (_PLAIN_WORDS.fullmatch(v) or _field_name(v) or _CAPS_WORD.fullmatch(v)) and not sequential(v):
         return False  # "upgrades", "output_token": "NextMarker", "DistributionList.NextMarker", "DISABLED": words
-    if v[0] == ":" or v[-1] == ":" or "%s" in v or "%d" in v:
+    if v[0] == ":" or v[-1] == ":" or (("%s" in v or "%d" in v) and not _cased(v.replace("%s", "").replace("%d", ""))):
         return False  # :py:class:, 'username:' + ..., '%s_upgrades': markup, a label or a template
     if quoted and _ENV_NAME.fullmatch(v) and not any(c.isdigit() for c in v):
         return False  # TOKEN = "REVISION_SCRIPT_FILENAME": the name of a setting, not its value
@@ -289,6 +296,8 @@ def assignment_value_ok(
         return False  # a YAML tag, anchor or alias (password: !vault |, password: *db_password)
     if v[0] in "([{<":
         return False  # an expression, a structure or a placeholder cut at a space: token = (a if b), <insert key here>
+    if password and _DOTTED.fullmatch(v) and _password_dots(v):
+        return True  # Password=ny.VrSzXXX2T.mM; in a connection string: no attribute path has such parts
     if _NUMBER.fullmatch(v) or _DOTTED.fullmatch(v) or _ENV_NAME.fullmatch(v) or re.search(r"[\w\])][(\[]", v):
         return False  # a number, an attribute access, an env-var name, or a call/subscript: code, not a literal
     # A bare word after ':' or a spaced '=' is a variable (password = pw) or prose (Password: required), and
@@ -329,6 +338,16 @@ def _sample_uuid(value: str) -> bool:
     """A documented example UUID, a filler (0000-0000), or one typed in sequence (12345678-abcd-...)."""
     digits = value.lower().replace("-", "")
     return value.lower().startswith(_SAMPLE_UUIDS) or low_entropy(digits) or _ascending_run(digits) >= 6
+
+
+def _password_dots(value: str) -> bool:
+    """A dotted value a password could be: a digit, both cases, and no part a lowercase word (self, settings)."""
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and not any(len(part) >= 3 and part.isalpha() and part.islower() for part in value.split("."))
+    )
 
 
 def uuid_credential_key(key: str) -> bool:
@@ -379,10 +398,10 @@ def sensitive_pair(key: str, value: str) -> bool:
 # the search only stops at ':' and '='. Anchors are a superset filter: they must never be stricter than the rule.
 # The glue also covers what the generic rule accepts between a keyword and its value: a key suffix (token_2 =),
 # a Go type (var token string =) and the longer operators (Makefile ::= :::= ?= +=, PHP .=).
-_GLUE = r"""(?i:""" + _KEY_SUFFIX + r"""){0,2}\\?["']?\]?(?:[ \t]{1,8}(?i:string))?[ \t]{0,8}[:.?+]{0,3}[:=]"""
+_GLUE = r"""(?i:""" + _KEY_SUFFIX + r"""){0,2}\\?["']?\]?(?:[ \t]{1,8}(?i:string))?[ \t]{0,32}[:.?+]{0,3}[:=]"""
 # Possessive: a space, quote or backslash given back could only be matched by a keyword letter, which none is.
 _GLUE_REVERSED = (
-    r"""[:=][:.?+]{0,3}+[ \t]{0,8}+(?:(?i:gnirts)[ \t]{1,8}+)?\]?+["']?+\\?+(?i:""" + _KEY_SUFFIX_REVERSED + r"){0,2}"
+    r"""[:=][:.?+]{0,3}+[ \t]{0,32}+(?:(?i:gnirts)[ \t]{1,8}+)?\]?+["']?+\\?+(?i:""" + _KEY_SUFFIX_REVERSED + r"){0,2}"
 )
 
 
@@ -700,6 +719,8 @@ def _assignment_check(m: re.Match[str], secret: str) -> bool:
         key_start -= 1
     key = text[key_start : m.end("kw")]
     spaced = bool(m.group("w1") or m.group("w2"))
+    if len(m.group("w1")) > 8 and m.group("s_uq") is not None:
+        return False  # a column aligned that far holds a quoted value; "token          = 1*tchar" is a grammar
     if _NOT_SECRET_KEY.search(key):
         return False
     named = text[key_start : m.start("sep")].strip(" \t'\"").lower()
@@ -898,7 +919,7 @@ _URL_PASSWORD = (
 )
 _ASSIGNMENT = (
     r"(?P<kw>" + _KEYWORD + r")(?P<sfx>" + _KEY_SUFFIX + r"{1,2})?(?![\w\-]|\.(?!=))\\?[\"']?\]?"
-    r"(?P<type>[ \t]{1,8}+string(?=[ \t]{0,8}+=))?(?P<w1>[ \t]{0,8}+)"
+    r"(?P<type>[ \t]{1,8}+string(?=[ \t]{0,8}+=))?(?P<w1>[ \t]{0,32}+)"
     r"(?P<sep>:::=|::=|:=|=>|[.?+]=|=|:)(?P<w2>[ \t]{0,8}+)"
     r"(?:\\\"(?P<s_eq>[^\"\\\r\n]{1,1024}+)"
     r"|\"(?P<s_dq>(?:[^\"\\\r\n]|\\.){1,1024}+)"
@@ -996,6 +1017,9 @@ _PROSE_DESCRIPTION = re.compile(
 
 
 _VERSION = re.compile(r"[vV]?\d{1,32}(?:\.\d{1,32}){1,32}")
+# A run of eight or more letters and digits, both, between separators: a random token's part, which no description
+# (SHA256-hashed, 2FA-protected, utf-8) has; a token like that merely happens to hold "-cfnxf" or "tls".
+_RANDOM_PART = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]{0,63}\d)(?=\d{0,63}[A-Za-z])[A-Za-z0-9]{8,64}(?![A-Za-z0-9])")
 # The credential words an identifier in prose ends with (SECRET_KEY, api_token, AZURE_DEVOPS_PAT), and the verbs
 # that hand it a value ("was set to", "is now", "changed to").
 _PROSE_KEY_TAIL = r"(?i:key|token|secret|password|passwd|pwd|pat|credentials?)"
@@ -1011,7 +1035,8 @@ def _prose_describes(value: str) -> bool:
     return bool(
         is_placeholder(value)
         or low_entropy(value)
-        or _PROSE_DESCRIPTION.search(value)
+        or (_PROSE_DESCRIPTION.search(value) is not None and not _RANDOM_PART.search(value))
+        or _PASSWORD_HASH.search(value) is not None
         or _URL.match(value)
         or _PATH.match(value)
         or _DOTTED.fullmatch(value)
@@ -1045,18 +1070,30 @@ def _prose_value(secret: str) -> bool:
 # credential pairs (Zugangsdaten, identifiants, credenciales). Written in CJK scripts, a noun has no word boundary.
 _PASSWORD_NOUNS_INTL = "mot de passe|[Pp]asswort|[Kk]ennwort|[Cc]ontraseña|[Ss]enha|[Ww]achtwoord|[Hh]asło|[Пп]ароль"
 _PASSWORD_NOUNS_CJK = "パスワード|暗証番号|密码|密碼|비밀번호"
-_KEY_NOUNS_INTL = "[Zz]ugriffsschlüssel|[Gg]eheimschlüssel|clé secrète|clé d'API|clé API|clave secreta|clave de API"
+_KEY_NOUNS_CJK = "시크릿 키|비밀 키|API 키|密钥|秘钥|秘密鍵|シークレットキー|APIキー"
+_KEY_NOUNS_INTL = (
+    "[Zz]ugriffsschlüssel|[Gg]eheimschlüssel|clé secrète|clé d'API|clé API|clave secreta|clave de API|[Kk]lucz|"
+    "[Cc]have de API|[Cc]have secreta|[Cc]hiave API|[Cc]hiave segreta|API-sleutel|[Gg]eheime sleutel"
+)
 _PAIR_NOUNS_INTL = "[Zz]ugangsdaten|[Aa]nmeldedaten|[Ii]dentifiants|[Cc]redenciales|認証情報"
 _PROSE_NOUN = re.compile(
-    r"(?P<n>(?<![A-Za-z0-9.\-/$@:])(?:[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
-    r"|[Cc]redentials?|[Ll]ogin|"
-    + _PASSWORD_NOUNS_INTL
-    + "|"
+    r"(?<![A-Za-z0-9.\-/$@:])(?P<n>[Pp]ass(?:word|wd|phrase)|pwd|pw(?=:)|[Ss]ecret|[Tt]oken|[Kk]ey|[Cc]reds"
+    r"|[Cc]redentials?|[Ll]ogin)(?![\w\-@])"
+)
+# Searched only in a text holding one of their anchors (_INTL_ANCHOR), so English prose pays nothing for them.
+_PROSE_NOUN_INTL = re.compile(
+    r"(?P<n>(?<![A-Za-z0-9.\-/$@:])(?:"
     + _KEY_NOUNS_INTL
     + "|"
     + _PAIR_NOUNS_INTL
+    + r")(?![\w\-@])"
+    # compounds join the other languages' password nouns with a dash (VPN-wachtwoord, WLAN-Passwort)
+    + r"|(?<![A-Za-z0-9./$@:])(?:"
+    + _PASSWORD_NOUNS_INTL
     + r")(?![\w\-@])|"
     + _PASSWORD_NOUNS_CJK
+    + "|"
+    + _KEY_NOUNS_CJK
     + ")"
 )
 _PASSWORD_NOUN_RX = re.compile(
@@ -1079,28 +1116,48 @@ _PROSE_NOUN_ANCHORS = (
     "reds",
     "redential",
     "ogin",
-    "de passe",
-    "asswort",
-    "ennwort",
-    "ña(?<=seña)",
-    "enha",
-    "achtwoord",
-    "ło(?<=sło)",
-    "ароль",
-    "パスワード",
-    "暗証番号",
-    "密码",
-    "密碼",
-    "비밀번호",
-    "üssel",
-    "é(?<=clé)",
-    "clave",
-    "ugangsdaten",
-    "nmeldedaten",
-    "dentifiants",
-    "redenciales",
-    "認証情報",
+) + (
+    _INTL_ANCHORS := (
+        "de passe",
+        "asswort",
+        "ennwort",
+        "ña(?<=seña)",
+        "senha",
+        "Senha",
+        "achtwoord",
+        "ło(?<=sło)",
+        "ароль",
+        "パスワード",
+        "暗証番号",
+        "密码",
+        "密碼",
+        "비밀번호",
+        "üssel",
+        "é(?<=clé)",
+        "clave",
+        "ugangsdaten",
+        "nmeldedaten",
+        "dentifiants",
+        "redenciales",
+        "認証情報",
+        "lucz",
+        "have secreta",
+        "hiave segreta",
+        "API(?<=have de API)",
+        "API(?<=hiave API)",
+        "API(?<=clave de API)",
+        "API-",
+        "sleutel",
+        "시크릿",
+        "비밀 키",
+        " 키",
+        "密钥",
+        "秘钥",
+        "秘密鍵",
+        "キー",
+    )
 )
+_INTL_ANCHOR = re.compile("|".join(_INTL_ANCHORS))
 _KEY_QUALIFIERS = frozenset(
     "api access secret account signing app license ingest storage master private auth client encryption admin "
     "service rest webhook hmac bot deploy personal sas".split()
@@ -1109,7 +1166,8 @@ _KEY_QUALIFIERS = frozenset(
 _TOKEN_NOT = frozenset("csrf xsrf page next pagination continuation sync cancellation max input output prompt".split())
 _PROSE_CONNECTORS = frozenset(
     {":", "=", "->", "=>", "\u2192", "\u2014", "\u2013", "-", "is", "was", "now", "to", "|"}
-    | {"：", "は", "est", "es", "ist", "lautet", "é", "era", "är", "er", "jest", "это"}  # the other languages' "is"
+    | {"：", "は", "est", "es", "ist", "lautet", "é", "è", "era", "är", "er", "jest", "это", "是", "为"}  # "is"
+    | {"it's", "it\u2019s", "use", "try"}
 )
 _PROSE_STRIP = "`'\"()[]<>*«»“”„‘’「」"
 _SENTENCE_END = ".,;!?"
@@ -1139,8 +1197,8 @@ def _prose_key_value(value: str) -> bool:
         return False  # a Stripe publishable key: meant for the browser
     if _TYPE_NAME.fullmatch(value) or _EPOCH_VERSION.match(value):
         return False  # PKCS12PrivateKeyTypes, 1:4.13+dfsg1-1: a type's or a package version's name
-    if _SNAKE_OR_KEBAB.fullmatch(value):
-        return False
+    if _SNAKE_OR_KEBAB.fullmatch(value) or _NAMED_VALUE.match(value):
+        return False  # billing-api-prod, prompt_tokens=12431: a name, a log's key=value
     digits = sum(c.isdigit() for c in value)
     if digits >= 2 and any(c.isalpha() for c in value):
         return True
@@ -1257,7 +1315,10 @@ def _table_values(text: str, m: re.Match[str], password: bool) -> Iterator[Span]
 def _find_prose_secrets(text: str) -> Iterator[Span]:
     """Credentials named in prose: the first value after the noun and a connector (or right after the noun)."""
     tables_read: set[int | None] = set()
-    for m in _PROSE_NOUN.finditer(text):
+    nouns: Iterable[re.Match[str]] = _PROSE_NOUN.finditer(text)
+    if _INTL_ANCHOR.search(text) is not None:
+        nouns = sorted([*nouns, *_PROSE_NOUN_INTL.finditer(text)], key=lambda n: n.start())
+    for m in nouns:
         if text[m.end() : m.end() + 1] in ("(", "}", "=") or not _noun_applies(text, m):
             continue  # validate_password(...), ${DB_PASSWORD}, token=...: a call, a template, an assignment
         if text[m.start() - 1 : m.start()] == "_" and text[m.end() : m.end() + 8].lstrip(" \t")[:1] in _GLUE_FIRST:
@@ -1273,15 +1334,24 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
                     yield from found
                     continue
         end = text.find("\n", m.end(), m.end() + 200)  # bounded: a long line must not make the scan quadratic
-        window = text[m.end() : m.end() + 200 if end == -1 else end]
-        tokens = [(t.start() + m.end(), t.group()) for t in itertools.islice(_WORDS.finditer(window), 8)]
+        stop = m.end() + 200 if end == -1 else end
+        rest = text[m.end() : end].strip() if end != -1 else ""
+        if rest and " " not in rest and _connector(rest):  # "secret key:" and the value on the line below
+            nxt = text.find("\n", end + 1, end + 201)
+            stop = end + 201 if nxt == -1 else nxt
+        window = text[m.end() : stop]
+        tokens = [(t.start() + m.end(), t.group()) for t in itertools.islice(_WORDS.finditer(window), 12)]
         found_span = _pair_value(tokens) if _PAIR_NOUN_RX.fullmatch(noun) else _named_value(tokens, password)
         if found_span is not None:
             yield found_span
 
 
-_PROSE_VERB_WORDS = frozenset("set reset changed updated rotated now still been being be has have had got will".split())
-_WORDS = re.compile(r"\S+")
+_PROSE_VERB_WORDS = frozenset(
+    "set reset changed updated rotated now still been being be has have had got will".split()
+    + "nu jetzt nun ahora maintenant agora ora adesso teraz".split()  # the other languages' "now"
+)
+# Words, with a full-width colon (パスワード：値) and an element's closing tag (value</p>) words of their own.
+_WORDS = re.compile(r"：|</[A-Za-z][\w\-]{0,16}>|(?:(?!：|</[A-Za-z])\S)+")
 _GLUE_FIRST = ("=", ":", ",", '"', "'", "")
 
 
@@ -1318,6 +1388,9 @@ def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
         if word.lower() in _PROSE_VERB_WORDS:
             continue  # the rest of a verb phrase: "was set to", "has been reset to", "is now"
         if not (connected or i == 0):  # a word between the noun and its connector ("for the qa account:")
+            if password and _strong_password(_core(word)) and not _code_word(word):
+                a = at + word.find(_core(word))  # "password rotated this morning, new one <value>"
+                return a, a + len(_core(word))
             if word.rstrip(_PROSE_STRIP).endswith(_SENTENCE_STOP):
                 return None
             continue
@@ -1334,11 +1407,28 @@ def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
     return None
 
 
+def _strong_password(value: str) -> bool:
+    """A word no prose or code makes: ten characters or more holding upper and lower case, a digit and a symbol."""
+    return (
+        10 <= len(value) <= 128
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+        and any(not c.isalnum() for c in value)
+        and _STRONG_NOT.search(value) is None
+        and _prose_password_value(value)
+    )
+
+
+# What makes such a word a name, a path, an address or markup rather than a password.
+_STRONG_NOT = re.compile(r"://|^[/~.]|@[\w\-]+\.[a-z]{2,}|[<>{}]|^\$|\.(?:com|org|io|net|py|js|md|json|yaml|yml)\b")
+
+
 def _pair_value(tokens: list[tuple[int, str]]) -> Span | None:
     """The password of a user/password pair after "login", "creds" or "credentials": user:password, user/password,
     or user / password."""
     words = [(at, word, _core(word)) for at, word in tokens if not _connector(word) or word.strip() == "/"]
-    for j, (at, word, core) in enumerate(words[:4]):
+    for j, (at, word, core) in enumerate(words[:10]):
         if len(core) > 256 or _code_word(word) or is_placeholder(word):
             return None
         user, sep, pw = core.partition(":") if ":" in core else core.partition("/")
@@ -1562,6 +1652,7 @@ _JWT_IO_SAMPLE = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 # PayPal's environments (client id, secret), Azure's ClientSecretCredential(tenant, client id, secret)).
 _POSITIONAL_CALLS = {
     "getConnection": 2,
+    "connect": 2,  # Perl's DBI->connect(dsn, user, password), pymysql.connect(host, user, password)
     "PDO": 2,
     "mysqli_connect": 2,
     "mysqli": 2,
@@ -1641,9 +1732,12 @@ RULES: tuple[Rule, ...] = (
             # The secret right after its key id, as in the console's credentials CSV ("AKIA...,secret").
             r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[\"']?[ \t]{0,8}+[,;:|\t][ \t]{0,8}+[\"']?"
             r"(?P<s_pair>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
+            # An Erlang/Elixir tuple or a list of pairs: {aws_secret_access_key, "..."}
+            r"(?i:secret[_.\-]?access[_.\-]?key)[\"']?[ \t]{0,8}+,[ \t]{0,8}+[\"']"
+            r"(?P<s_tuple>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
             check=lambda m, secret: "s_pair" not in m.re.groupindex or _mixed(m, secret),
         ),
-        anchors=("A(?:KIA|SIA)",),
+        anchors=("A(?:KIA|SIA)", r",(?<=[Kk][Ee][Yy],)", r",(?<=[Kk][Ee][Yy]',)", r",(?<=[Kk][Ee][Yy]\",)"),
         keywords=("key",),
     ),
     Rule(
@@ -2106,9 +2200,11 @@ RULES: tuple[Rule, ...] = (
             r"(?i:(?<![A-Za-z0-9_])(?:identified[ \t]{1,8}+by"
             r"|(?:create|alter)[ \t]{1,8}+(?:user|role)[ \t]{1,8}+[^\s;']{1,128}+(?:[ \t]{1,8}+[a-z_]{1,32}+){0,6}?"
             r"[ \t]{1,8}+password))[ \t]{1,8}+'(?P<s>[^'\s]{4,256}+)'",
-            check=_sql_password_check,
+            # Oracle takes the password unquoted: CREATE USER x IDENTIFIED BY <password>
+            r"(?<![A-Za-z0-9_])IDENTIFIED[ \t]{1,8}+BY[ \t]{1,8}+(?P<s_bare>[A-Za-z][A-Za-z0-9_#$]{5,127}+)(?![\w'\"])",
+            check=lambda m, s: _prose_password_value(s) if m.groupdict().get("s_bare") else _sql_password_check(m, s),
         ),
-        anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')"),
+        anchors=(r"'(?<=[Dd][ \t]')", r"'(?<=[Yy][ \t]')", "IDENTIFIED"),
     ),
     Rule("sql_row_credential", _find_sql_rows, anchors=("values", "VALUES", "Values")),
     Rule(
@@ -2133,6 +2229,8 @@ RULES: tuple[Rule, ...] = (
             r"|SetBasicAuth)\()"
             r"[ \t]{0,4}+(?P<uq>['\"])[^'\"\n]{1,128}+(?P=uq)[ \t]{0,4}+,[ \t]{0,4}+(?P<pq>['\"])"
             r"(?P<s_pw>[^'\"\n]{1,256}+)(?P=pq)",
+            # reqwest's .basic_auth("user", Some("password"))
+            r"\.basic_auth\([ \t]{0,4}+\"[^\"\n]{1,128}+\"[ \t]{0,4}+,[ \t]{0,4}+Some\([ \t]{0,4}+\"(?P<s_pw>[^\"\n]{1,256}+)\"",
             # .NET's AuthenticationHeaderValue("Basic", "<base64>")
             r"HeaderValue\([ \t]{0,4}+\"Basic\"[ \t]{0,4}+,[ \t]{0,4}+\"(?P<s>[A-Za-z0-9+/]{8,2048}+={0,2}+)\"",
             # A header value without its name: .header("Authorization", "Basic <base64>"), a proxy's captured
@@ -2142,7 +2240,7 @@ RULES: tuple[Rule, ...] = (
             r"(?<![A-Za-z0-9_])AUTH[ \t]{1,8}+PLAIN[ \t]{1,8}+(?P<s_plain>[A-Za-z0-9+/]{8,2048}+={0,2}+)(?![A-Za-z0-9+/=])",
             check=_basic_check,
         ),
-        anchors=(r"=[ \t]{0,4}\(", r"Auth\(", r"HeaderValue\(", r"Basic[ \t]", r"PLAIN[ \t]"),
+        anchors=(r"=[ \t]{0,4}\(", r"Auth\(", r"HeaderValue\(", r"Basic[ \t]", r"PLAIN[ \t]", r"\((?<=basic_auth\()"),
         keywords=("authorization",),
     ),
     Rule(
@@ -2283,7 +2381,7 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s>[^<>\s]{1,256}+)</(?P=t)>",
             # An Apple property list: <key>PartnerApiKey</key> <string>v</string>
             r"<key>(?P<k>[\w.\-]{1,64}+)</key>[ \t\r\n]{0,64}+<string>(?P<s>[^<>\s]{1,256}+)</string>",
-            r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,4}+['\"]"
+            r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,32}+['\"]"
             r"(?P<s>[^'\"\s]{1,256}+)['\"]",
             # An environment entry as Kubernetes, Compose and ECS write it: name: DB_PASSWORD / value: ...
             r"(?<![\w-])name:[ \t]{0,8}+['\"]?(?P<k>[\w.\-]{1,64}+)['\"]?[ \t]{0,8}+\r?\n[ \t]{0,64}+value:[ \t]{0,8}+"
@@ -2374,6 +2472,49 @@ RULES: tuple[Rule, ...] = (
         anchors=("pi key", "PI key", "PI Key", "PI KEY"),
     ),
     Rule("prose_secret", _find_prose_secrets, anchors=_PROSE_NOUN_ANCHORS),
+    # Redis: redis.conf's requirepass/masterauth, the AUTH command, a client's auth("password").
+    Rule(
+        "redis_password",
+        _regex(
+            r"(?<![\w-])(?:requirepass|masterauth)[ \t]{1,8}+(?P<q>['\"]?)(?P<s>[^\s'\"#]{4,256}+)(?P=q)(?=[ \t]*+(?:\r?\n|\Z))",
+            r"(?<![\w-])AUTH[ \t]{1,8}+(?!(?:PLAIN|LOGIN|CRAM|XOAUTH|DIGEST|EXTERNAL|GSSAPI|NTLM|OAUTH|ANONYMOUS)\b)"
+            r"(?:[\w\-]{1,64}+[ \t]{1,8}+)?(?P<s_cmd>[^\s'\";]{6,256}+)",
+            r"[.:]auth\([ \t]{0,4}+(?P<q2>['\"])(?P<s_call>[^'\"\s]{4,256}+)(?P=q2)[ \t]{0,4}+\)",
+            check=lambda m, s: (
+                s != "foobared"  # redis.conf's own commented example
+                and (
+                    _prose_password_value(s)
+                    if m.groupdict().get("s_cmd") is not None
+                    else assignment_value_ok(s, quoted=True, password=True)
+                )
+            ),
+        ),
+        anchors=("requirepass", "masterauth", r"AUTH[ \t]", r"\((?<=[.:]auth\()"),
+    ),
+    # A token handed to a command-line tool: vercel --token, dotnet nuget push --api-key, gh --secret ...
+    Rule(
+        "cli_token",
+        _regex(
+            r"(?<![\w-])--(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key)(?:[ \t]{1,4}+|=)"
+            r"['\"]?(?P<s>[^\s'\"`$<{-][^\s'\"`$]{14,254}[^\s'\"`$,.;:)\]}])",
+            check=lambda _m, s: _prose_key_value(s),
+        ),
+        anchors=(r"-(?<=--)(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key)",),
+    ),
+    Rule(
+        "pinecone_notion_token",
+        _regex(_L + r"pcsk_[A-Za-z0-9]{4,12}_[A-Za-z0-9]{30,120}+" + _R, _L + r"ntn_[A-Za-z0-9]{40,60}+" + _R),
+        anchors=(r"_(?<=pcsk_)", r"_(?<=ntn_)"),
+    ),
+    # An Ethereum account's private key in a Hardhat/Truffle config: accounts: ["0x<64 hex>"]
+    Rule(
+        "ethereum_private_key",
+        _regex(
+            r"(?<![\w$])accounts[ \t]{0,4}+:[ \t]{0,4}+\[[ \t\r\n]{0,64}+['\"`](?P<s>(?:0x)?[0-9a-fA-F]{64})['\"`]",
+            check=_random,
+        ),
+        anchors=("accounts",),
+    ),
     # A credential's setting named in prose with its value, as incident notes and chat tell it: "found SECRET_KEY
     # was set to 06c3...", "`API_TOKEN` is now Gp9...". The name is an identifier with underscores naming a
     # credential; only a long value mixing letters and digits counts (_prose_token).

@@ -595,10 +595,92 @@ TRUE_POSITIVES = [
     ("prose_secret", "- Le nouveau mot de passe du compte Figma est « " + (k := "Raven-Orchid56quartz") + " »", k),
     ("prose_secret", "Geheimer Zugriffsschlüssel: " + (k := rnd(36, B64) + "Pz/7"), k),
     ("prose_secret", 'base_de_datos:\n  contraseña: "' + (k := "mh^" + rnd(16) + "D0") + '"', k),
+    ("prose_secret", "Hier is het nieuwe VPN-wachtwoord voor de leverancier: " + (k := "~kfE+" + rnd(9) + "2i"), k),
+    (
+        "prose_secret",
+        "Hoi team, het wachtwoord voor de testaccount is nu " + (k := rnd(14) + "$S=G") + " (gebruiker: qa).",
+        k,
+    ),
+    (
+        "prose_secret",
+        "La password del router in sala riunioni è " + (k := "Velvet%Canyon3058") + ", non cambiatela.",
+        k,
+    ),
+    ("prose_secret", "服务器 root 密码：" + (k := "M+R6u!#" + rnd(7)), k),
+    ("prose_secret", "AWS 액세스 키: AKIA65DRWL6SBMUCTLBM\n시크릿 키: " + (k := rnd(38, B64) + "2Z"), k),
+    ("prose_secret", "Klucz do Cohere: " + (k := rnd(38) + "7T") + " (limit 1000 wywołań/min)", k),
+    ("prose_secret", "secret key:\n" + (k := rnd(38, B64) + "8e") + "\n(access key id is in the previous message)", k),
+    (
+        "prose_secret",
+        "handover: cache password rotated this morning, new one " + (k := "SR5qFX" + rnd(6) + "^O7e_n"),
+        k,
+    ),
+    ("prose_secret", '"content": "<p>Password for the SFTP drop: ' + (k := "fK0u$Jv" + rnd(8) + "*o?5R") + '</p>"', k),
+    (
+        "prose_secret",
+        "client_id 0oaTujSozU4oX2A8lcfc, client_secret " + (k := "7_" + rnd(18) + "-" + rnd(12) + "-cfnxf"),
+        k,
+    ),
+    ("prose_secret", "Credentials for the demo env: 1. Admin UI — admin / " + (k := "UGZ#XnJ3~" + rnd(5)), k),
+    ("sensitive_assignment", '+ master_password = "' + (k := "jl3z~g5b%s6qaZ" + rnd(6) + "?5") + '"', k),
+    ("sensitive_assignment", "  root_password           => '" + (k := rnd(26) + "2") + "',", k),
+    ("sensitive_assignment", 'secret_key_base: "/' + (k0 := rnd(60, B64) + "8K") + '"', "/" + k0),
+    (
+        "sensitive_assignment",
+        "jdbc:sqlserver://db:1433;user=hr_app;password=" + (k := "ny.VrSzXXX2T.mM") + ";encrypt=true",
+        k,
+    ),
+    ("sensitive_config_value", "define( 'AUTH_KEY',         '" + (k := rnd(40) + "!-=FT5") + "' );", k),
+    (
+        "sql_password",
+        "CREATE USER batch_etl IDENTIFIED BY " + (k := "U2bn9" + rnd(20)) + "\n  DEFAULT TABLESPACE users;",
+        k,
+    ),
+    (
+        "aws_secret_key",
+        '{aws_access_key_id, "AKIALE6CSVFHWU4A4TUF"},\n{aws_secret_access_key, "' + (k := rnd(38, B64) + "Pu") + '"}',
+        k,
+    ),
+    ("basic_auth", '.basic_auth("deploy", Some("' + (k := "Falcon#" + rnd(8) + "2!") + '"))', k),
+    (
+        "positional_credential",
+        'DBI->connect("dbi:Pg:dbname=ledger", "ledger", \'' + (k := "Maple#" + rnd(8) + "9") + "', {})",
+        k,
+    ),
+    ("redis_password", "bind 127.0.0.1\nrequirepass " + (k := "Maple." + rnd(8) + "9439") + "\nmaxmemory 2gb", k),
+    (
+        "redis_password",
+        "(echo 'AUTH default " + (k := rnd(6) + "4x-" + rnd(7)) + "'; cat keys.txt) | redis-cli --pipe",
+        k,
+    ),
+    ("redis_password", 'jedis.auth("' + (k := "Granite#" + rnd(6) + "5786%") + '");', k),
+    ("cli_token", "run: npx vercel deploy --prod --yes --token " + (k := rnd(22) + "0e"), k),
+    (
+        "cli_token",
+        "dotnet nuget push pkg.nupkg --api-key " + (k := "oy2" + rnd(40, "abcdefghijklmnopqrstuvwxyz234567") + "74"),
+        k,
+    ),
+    ("pinecone_notion_token", 'const PINECONE_KEY = "' + (k := "pcsk_" + rnd(6) + "_" + rnd(64)) + '";', k),
+    ("pinecone_notion_token", "the integration secret you provided (" + (k := "ntn_" + rnd(46)) + ")", k),
+    ("ethereum_private_key", "networks: { sepolia: { accounts: ['0x" + (k0 := rnd(64, HEX)) + "'] } }", "0x" + k0),
 ]
 
 # (rule that must NOT fire, text)
 FALSE_POSITIVES = [
+    ("sensitive_assignment", 'api_key: System.fetch_env!("STRIPE_SECRET")\nconst t = session?.access_token ?? null;'),
+    (
+        "sensitive_assignment",
+        "mapboxgl.accessToken = 'pk.eyJ1IjoiYWNtZS1tYXBzIiwiYSI6ImNsMXh5ejEyMyJ9.lHOk5_10tusWy9cijGRDNI';",
+    ),
+    ("sensitive_assignment", "password = settings.DB_PASSWORD2\npassword=self.config.Secret1"),
+    ("prose_secret", "Token usage: prompt_tokens=12431, completion_tokens=812, total_tokens=13243"),
+    ("prose_secret", "The password is stored as SHA256-hashed text; the 2FA-protected account uses utf-8 names."),
+    ("prose_secret", "Reset your password\nThen sign in again with your new one."),
+    ("redis_password", "# requirepass foobared\nAUTH failed for user\n250-AUTH PLAIN LOGIN"),
+    ("cli_token", "gh secret set NPM_TOKEN --token $NPM_TOKEN\nvercel --token ${VERCEL_TOKEN}"),
+    ("ethereum_private_key", "tx 0x" + "ab" * 32 + " mined; accounts: [deployer, treasury]"),
+    ("sql_password", "Users are IDENTIFIED BY their badge; CREATE USER x IDENTIFIED BY VALUES 'abc'"),
+    ("pinecone_notion_token", "Pinecone keys open pcsk_ and Notion's ntn_: see pcsk_docs and ntn_setup."),
     # A signed URL's credential scope names who signed, and a platform's secret reference names where the value is.
     (
         "sensitive_assignment",
