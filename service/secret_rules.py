@@ -1970,7 +1970,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "notion_token",
-        _regex(_L + r"secret_[A-Za-z0-9]{43}" + _R, _L + r"ntn_[0-9]{11}[A-Za-z0-9]{35}" + _R, check=_mixed),
+        _regex(_L + r"secret_[A-Za-z0-9]{43}" + _R, _L + r"ntn_[A-Za-z0-9]{40,60}+" + _R, check=_mixed),
         anchors=(r"_(?<=secret_)", r"_(?<=ntn_)"),
     ),
     Rule(
@@ -2502,9 +2502,9 @@ RULES: tuple[Rule, ...] = (
         anchors=(r"-(?<=--)(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key)",),
     ),
     Rule(
-        "pinecone_notion_token",
-        _regex(_L + r"pcsk_[A-Za-z0-9]{4,12}_[A-Za-z0-9]{30,120}+" + _R, _L + r"ntn_[A-Za-z0-9]{40,60}+" + _R),
-        anchors=(r"_(?<=pcsk_)", r"_(?<=ntn_)"),
+        "pinecone_api_key",
+        _regex(_L + r"pcsk_[A-Za-z0-9]{4,12}_[A-Za-z0-9]{30,120}+" + _R),
+        anchors=(r"_(?<=pcsk_)",),
     ),
     # An Ethereum account's private key in a Hardhat/Truffle config: accounts: ["0x<64 hex>"]
     Rule(

@@ -660,8 +660,8 @@ TRUE_POSITIVES = [
         "dotnet nuget push pkg.nupkg --api-key " + (k := "oy2" + rnd(40, "abcdefghijklmnopqrstuvwxyz234567") + "74"),
         k,
     ),
-    ("pinecone_notion_token", 'const PINECONE_KEY = "' + (k := "pcsk_" + rnd(6) + "_" + rnd(64)) + '";', k),
-    ("pinecone_notion_token", "the integration secret you provided (" + (k := "ntn_" + rnd(46)) + ")", k),
+    ("pinecone_api_key", 'const PINECONE_KEY = "' + (k := "pcsk_" + rnd(6) + "_" + rnd(64)) + '";', k),
+    ("notion_token", "the integration secret you provided (" + (k := "ntn_" + rnd(46)) + ")", k),
     ("ethereum_private_key", "networks: { sepolia: { accounts: ['0x" + (k0 := rnd(64, HEX)) + "'] } }", "0x" + k0),
 ]
 
@@ -680,7 +680,7 @@ FALSE_POSITIVES = [
     ("cli_token", "gh secret set NPM_TOKEN --token $NPM_TOKEN\nvercel --token ${VERCEL_TOKEN}"),
     ("ethereum_private_key", "tx 0x" + "ab" * 32 + " mined; accounts: [deployer, treasury]"),
     ("sql_password", "Users are IDENTIFIED BY their badge; CREATE USER x IDENTIFIED BY VALUES 'abc'"),
-    ("pinecone_notion_token", "Pinecone keys open pcsk_ and Notion's ntn_: see pcsk_docs and ntn_setup."),
+    ("pinecone_api_key", "Pinecone keys open pcsk_ and Notion's ntn_: see pcsk_docs and ntn_setup."),
     # A signed URL's credential scope names who signed, and a platform's secret reference names where the value is.
     (
         "sensitive_assignment",
