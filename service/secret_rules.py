@@ -1100,9 +1100,49 @@ _PASSWORD_NOUN_RX = re.compile(
     r"pass(?:word|wd|phrase)|pwd?|login|" + _PASSWORD_NOUNS_INTL + "|" + _PASSWORD_NOUNS_CJK, re.IGNORECASE
 )
 _PAIR_NOUN_RX = re.compile(r"login|creds|credentials|" + _PAIR_NOUNS_INTL, re.IGNORECASE)
+# The other languages' nouns (their search runs only where one of these occurs). A noun with a letter beyond ASCII
+# is anchored on that letter (the combined search then stops at no ASCII letter of English prose).
+_INTL_ANCHORS = (
+    "de passe",
+    "asswort",
+    "ennwort",
+    "ña(?<=seña)",
+    "senha",
+    "Senha",
+    "achtwoord",
+    "ło(?<=sło)",
+    "ароль",
+    "パスワード",
+    "暗証番号",
+    "密码",
+    "密碼",
+    "비밀번호",
+    "üssel",
+    "é(?<=clé)",
+    "clave",
+    "ugangsdaten",
+    "nmeldedaten",
+    "dentifiants",
+    "redenciales",
+    "認証情報",
+    "lucz",
+    "have secreta",
+    "hiave segreta",
+    "API(?<=have de API)",
+    "API(?<=hiave API)",
+    "API(?<=clave de API)",
+    "API-",
+    "sleutel",
+    "시크릿",
+    "비밀 키",
+    " 키",
+    "密钥",
+    "秘钥",
+    "秘密鍵",
+    "キー",
+)
 # Lowercase tails every casing the noun pattern takes holds (a substring test each), and "Key" (one branch of the
-# combined anchor search under "K"): prose writes the nouns lower case or Capitalized. A noun with a letter beyond
-# ASCII is anchored on that letter (the combined search then stops at no ASCII letter of English prose).
+# combined anchor search under "K"): prose writes the nouns lower case or Capitalized.
 _PROSE_NOUN_ANCHORS = (
     "assword",
     "asswd",
@@ -1116,47 +1156,7 @@ _PROSE_NOUN_ANCHORS = (
     "reds",
     "redential",
     "ogin",
-) + (
-    _INTL_ANCHORS := (
-        "de passe",
-        "asswort",
-        "ennwort",
-        "ña(?<=seña)",
-        "senha",
-        "Senha",
-        "achtwoord",
-        "ło(?<=sło)",
-        "ароль",
-        "パスワード",
-        "暗証番号",
-        "密码",
-        "密碼",
-        "비밀번호",
-        "üssel",
-        "é(?<=clé)",
-        "clave",
-        "ugangsdaten",
-        "nmeldedaten",
-        "dentifiants",
-        "redenciales",
-        "認証情報",
-        "lucz",
-        "have secreta",
-        "hiave segreta",
-        "API(?<=have de API)",
-        "API(?<=hiave API)",
-        "API(?<=clave de API)",
-        "API-",
-        "sleutel",
-        "시크릿",
-        "비밀 키",
-        " 키",
-        "密钥",
-        "秘钥",
-        "秘密鍵",
-        "キー",
-    )
-)
+) + _INTL_ANCHORS
 _INTL_ANCHOR = re.compile("|".join(_INTL_ANCHORS))
 _KEY_QUALIFIERS = frozenset(
     "api access secret account signing app license ingest storage master private auth client encryption admin "
