@@ -133,7 +133,7 @@ def main() -> None:
     Substrate().close()  # start the embedded server outside the timings
     t1 = time.perf_counter()
     # Open, first write, close: back to back (each open waits for the spare database the last one started
-    # cloning, service.db._take_clone), then half a second apart (the spare is ready).
+    # cloning, service.store.database._take_clone), then half a second apart (the spare is ready).
     opens: dict[str, list[float]] = {"back to back": [], "0.5 s apart": []}
     for label, pause in (("back to back", 0.0), ("0.5 s apart", 0.5)):
         for _ in range(5):

@@ -53,11 +53,11 @@ class Tally:
 
 def _worker(store: Any, t: int, ids: list[str], deadline: float, seed: int, tally: Tally) -> None:
     from service import SubstrateItem
-    from service.access import AccessPolicy
-    from service.belief import assimilate
-    from service.errors import ConcurrencyError
-    from service.sharing import publish
-    from service.spaces import Space
+    from service.beliefs.commands import assimilate
+    from service.domain.errors import ConcurrencyError
+    from service.teams.access import AccessPolicy
+    from service.teams.sharing import publish
+    from service.teams.spaces import Space
 
     rng = random.Random(seed * 1000 + t)
     policy = AccessPolicy()
@@ -115,7 +115,7 @@ def run_mixed(
 ) -> dict[str, Any]:
     """Run the mixed workload on ``store`` and check the log against what the threads were told."""
     from service import SubstrateItem
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     ids = [f"cc-{seed}-{n}" for n in range(items)]
     tally = Tally()

@@ -46,7 +46,7 @@ class Op:
 
 def op_ids(op: Op) -> list[str]:
     """The item ids a write touches (known up front, so a half-applied batch is detectable)."""
-    from service.ingest_batch import stable_id
+    from service.ingest.batch import stable_id
 
     if op.kind == "bulk":
         return [f"{op.tag}-{j}" for j in range(op.n)]
@@ -72,7 +72,7 @@ def save_journal(path: Path, ops: dict[str, Op]) -> None:
 # ----------------------------------------------------------------- the check
 def check_store(store: Any, ops: dict[str, Op]) -> dict[str, Any]:
     """Everything the crash contract promises, measured on an open store: a JSON-able report with ``ok``."""
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     audit = verify_store(store)
     missing, half, committed_unacked, acked_items = [], [], 0, 0
@@ -127,7 +127,7 @@ def _check_counter(store: Any, ops: dict[str, Op]) -> dict[str, Any]:
 def writer(root: str, round_no: int, seed: int, journal: Path) -> None:
     """Open the store, print the check of all earlier rounds, then write until killed."""
     from service import Substrate, SubstrateItem
-    from service.ingest import ingest_documents
+    from service.ingest.sources import ingest_documents
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     store = Substrate(root=root)

@@ -180,7 +180,7 @@ ingest_values = st.lists(
 
 def prop_ingest_values(store: Any, fn: str, values: list[Any]) -> str:
     """ingest_documents/ingest_records never raise on bad rows: each row is ingested or on .failed, once."""
-    from service import ingest
+    from service.ingest import sources as ingest
 
     head = store.events.head()
     receipt = getattr(ingest, fn)(store, values, source="fuzz", scope="fuzz")
@@ -215,7 +215,7 @@ file_lines = st.lists(
 
 def prop_ingest_file(store: Any, directory: Path, fmt: str, lines: list[bytes]) -> str:
     """ingest_file in every format never raises on bad content; each failure names a real line."""
-    from service.ingest import ingest_file
+    from service.ingest.sources import ingest_file
 
     ext = {"text": "txt", "markdown": "md", "jsonl": "jsonl", "csv": "csv", "trace": "jsonl"}[fmt]
     path = directory / f"fuzz-{fmt}-{time.monotonic_ns()}.{ext}"
@@ -396,8 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=500, help="hypothesis examples per target")
     args = parser.parse_args(argv)
     from service import Substrate, SubstrateItem
-    from service.http import create_app
-    from service.tokens import create_token
+    from service.http.app import create_app
+    from service.teams.tokens import create_token
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

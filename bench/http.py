@@ -31,7 +31,7 @@ import httpx  # noqa: E402
 
 from bench.results import replace_section  # noqa: E402
 from service import Substrate, SubstrateItem, ingest_documents  # noqa: E402
-from service.tokens import create_token  # noqa: E402
+from service.teams.tokens import create_token  # noqa: E402
 
 BEGIN, END = "<!-- bench/http.py:begin -->", "<!-- bench/http.py:end -->"
 SCIFACT = Path("/work/shared/data/scifact")
@@ -155,7 +155,7 @@ def serve(root: str, port: int) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "service.cli",
+            "service.cli.main",
             "serve",
             "--root",
             root,

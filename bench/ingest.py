@@ -26,8 +26,8 @@ from projections import dumps  # noqa: E402
 from projections.canonical import item_digest  # noqa: E402
 from projections.runner import catch_up_engine  # noqa: E402
 from service import Substrate, ingest_documents, ingest_file  # noqa: E402
-from service.ingest_batch import BATCH_SIZE, stable_id  # noqa: E402
-from service.items import SubstrateItem  # noqa: E402
+from service.domain.items import SubstrateItem  # noqa: E402
+from service.ingest.batch import BATCH_SIZE, stable_id  # noqa: E402
 
 BEGIN, END = "<!-- bench/ingest.py:begin -->", "<!-- bench/ingest.py:end -->"
 
@@ -144,8 +144,8 @@ def bench_raw(store: Substrate, n: int, copy: bool) -> float:
 
 
 def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[float, PeakRSS, dict[str, float], int]:
-    from service.bulk_append import BulkAppender
-    from service.eventstore import EventStore
+    from service.store.bulk_append import BulkAppender
+    from service.store.eventstore import EventStore
 
     timers = Timers()
     timers.wrap(store, "_prepare", PREPARE)

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service import Substrate, embedding  # noqa: E402
-from service.items import SubstrateItem  # noqa: E402
+from service.domain.items import SubstrateItem  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"

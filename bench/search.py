@@ -36,8 +36,8 @@ from sqlalchemy import text  # noqa: E402
 from bench.retrieval_quality import DEFAULT_DATA, write_section  # noqa: E402
 from projections.embeddings import BM25_B, BM25_K1  # noqa: E402
 from service import Substrate, embedding  # noqa: E402
-from service.items import SubstrateItem  # noqa: E402
-from service.vectors import refit  # noqa: E402
+from service.domain.items import SubstrateItem  # noqa: E402
+from service.search.embedders import refit  # noqa: E402
 
 SCOPE = "bench"
 TARGET = 3.0  # the issue: search() p50 within 3x of the raw pgvector query

@@ -4,9 +4,9 @@ Run: python bench/secret_guard.py [--clean 20000] [--dirty 2000] [--repeat 3] [-
 
 Inputs, built deterministically: (a) clean realistic texts -- SciFact abstract sentences, lines of this repository's
 Python source and templated config/env/JSON lines, keeping only those the reference path finds nothing in; (b)
-texts with secrets -- every rule's test example (tests/unit/test_security*.py) inside a SciFact sentence. Each
+texts with secrets -- every rule's test example (tests/unit/guard/test_security*.py) inside a SciFact sentence. Each
 text is timed through detect_secrets(text) and guard_item(item, "redact") (a kind="text" item with provenance and
-a tag, every fourth with a small payload), first in the reference mode (service.security._reference_scan: every
+a tag, every fourth with a small payload), first in the reference mode (service.guard.secrets._reference_scan: every
 rule on every string, deep copy then walk), then the fast path; best of --repeat passes. Every input's results
 are compared (findings; the guarded item's JSON or the refusal): the disagreement count must be 0.
 Writes (replaces) its own section of bench/RESULTS.md unless --no-write.
@@ -31,9 +31,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.results import replace_section  # noqa: E402
-from service.items import SubstrateItem  # noqa: E402
-from service.security import SecretPolicyError, _reference_scan, detect_secrets, guard_item  # noqa: E402
-from tests.unit.test_security_speed_equivalence import POSITIVES  # noqa: E402
+from service.domain.items import SubstrateItem  # noqa: E402
+from service.guard.secrets import SecretPolicyError, _reference_scan, detect_secrets, guard_item  # noqa: E402
+from tests.unit.guard.test_security_speed_equivalence import POSITIVES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench/secret_guard.py:begin -->", "<!-- bench/secret_guard.py:end -->"
@@ -199,7 +199,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "The reference path is `service.security._reference_scan()`: every rule's regex on every string, and "
+        "The reference path is `service.guard.secrets._reference_scan()`: every rule's regex on every string, and "
         "`item.copy()` before the walk. The fast path searches one combined regex of every rule's declared anchors "
         "(and the assignment keywords, in the reversed text) and runs only the rules whose anchors occur, each "
         "rule's anchors tried only where the combined regex matched; the assignment rule matches only just before "
@@ -207,7 +207,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:
         "(dckr_pat_, hooks.slack.com/) is skipped by a substring test when the text lacks it. (The reference path "
         "takes none of these shortcuts.) `guard_item` copies the item in the same pass that "
         "masks it. Equivalence is tested in "
-        "`tests/unit/test_security_speed_equivalence.py` (hypothesis, against the reference path).",
+        "`tests/unit/guard/test_security_speed_equivalence.py` (hypothesis, against the reference path).",
         "",
         "Before the prefilter (the guard as of commit 462d86b, loaded beside the new one, same inputs, best of 3, "
         "one-off run on 2026-11-29): `guard_item` 152.8 us clean / 535.3 us with secrets, `detect_secrets` 102.0 us "

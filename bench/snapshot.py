@@ -25,7 +25,7 @@ from sqlalchemy import text
 from bench.results import replace_section
 from projections.runner import rebuild
 from service import Substrate, SubstrateItem
-from service.audit import verify_store
+from service.store.audit import verify_store
 
 BEGIN, END = "<!-- bench/snapshot.py:begin -->", "<!-- bench/snapshot.py:end -->"
 

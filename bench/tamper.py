@@ -91,7 +91,7 @@ def tamper(engine: Any, kind: str, seq: int, head: int, rng: random.Random) -> t
         return seq, lambda: _reinsert(engine, original)
     if kind == "rehash":
         # An attacker who also recomputes the edited event's own address: the next link (or the head) breaks.
-        from service.events import event_address
+        from service.domain.events import event_address
 
         data = {**json.loads(original[4]), "tampered": True}
         new_id = event_address(
@@ -171,7 +171,7 @@ def positions(head: int, per_kind: int, rng: random.Random) -> list[int]:
 
 def run_tampers(store: Any, kinds: tuple[str, ...], per_kind: int, rng: random.Random) -> dict[str, Any]:
     """Try every kind at ``per_kind`` positions; each case is verified, undone, and the chain re-checked."""
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     head = store.events.head()
     cases, caught, wrong, seconds = [], 0, [], 0.0
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     from service import Substrate
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     rng = random.Random(args.seed)
     with Substrate() as store:

@@ -1,4 +1,4 @@
-"""Alembic environment: runs on the connection handed in by service.db.upgrade, or on a URL."""
+"""Alembic environment: runs on the connection handed in by service.store.database.upgrade, or on a URL."""
 
 from __future__ import annotations
 

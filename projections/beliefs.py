@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.registry import Projector, Statement, register
+from projections.projector import Projector, Statement
 
 __all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key"]
 
@@ -121,13 +121,11 @@ def plan(events: Sequence[Any]) -> list[Statement] | None:
     return [(_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops]
 
 
-register(
-    Projector(
-        name="beliefs",
-        handles=ITEM_EVENTS | {"ItemRemoved"},
-        tables=("beliefs",),
-        apply=apply,
-        keys={"beliefs": "id"},
-        plan=plan,
-    )
+PROJECTOR = Projector(
+    name="beliefs",
+    handles=ITEM_EVENTS | {"ItemRemoved"},
+    tables=("beliefs",),
+    apply=apply,
+    keys={"beliefs": "id"},
+    plan=plan,
 )

@@ -7,7 +7,7 @@ items it touched (the dirty rule of ``Substrate.put``: the new state has text, o
 text). It is lazy (off the write path): ``runner.catch_up`` applies the events since its checkpoint before any
 search, reindex or digest reads these tables, so a search never sees an item's old text. A second, inline
 projector (``vectors``) deletes an item's now-stale vectors in the writing transaction. The embedders themselves
-are fitted lazily by ``service.vectors``.
+are fitted lazily by ``service.search.embedders``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.registry import Projector, Statement, register, register_cache, run_plan
+from projections.projector import Projector, Statement, run_plan
 
 __all__ = ["ALL_DOMAIN", "BM25_B", "BM25_K1", "NAME", "SURFACE_CHARS", "TS_CONFIG", "apply"]
 
@@ -230,21 +230,19 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         conn.execute(_SWEEP_DOMAINS)
 
 
-register(
-    Projector(
-        name=NAME,
-        handles=ITEM_EVENTS | {"ItemRemoved"},
-        tables=("search_docs", "item_terms", "term_df", "search_domains"),
-        apply=apply,
-        keys={
-            "search_docs": "item_id",
-            "item_terms": "item_id, term",
-            "term_df": "domain, term",
-            "search_domains": "domain",
-        },
-        lazy=True,
-        build=build,
-    )
+SEARCH = Projector(
+    name=NAME,
+    handles=ITEM_EVENTS | {"ItemRemoved"},
+    tables=("search_docs", "item_terms", "term_df", "search_domains"),
+    apply=apply,
+    keys={
+        "search_docs": "item_id",
+        "item_terms": "item_id, term",
+        "term_df": "domain, term",
+        "search_domains": "domain",
+    },
+    lazy=True,
+    build=build,
 )
 
 
@@ -266,15 +264,13 @@ def plan_stale_vectors(events: Sequence[Any]) -> list[Statement]:
 
 # Inline: a changed or removed item's vector is gone in the same transaction as the event (owns no table of its
 # own; item_vectors is a cache table).
-register(
-    Projector(
-        name="vectors",
-        handles=ITEM_EVENTS | {"ItemRemoved"},
-        tables=(),
-        apply=drop_stale_vectors,
-        keys={},
-        plan=plan_stale_vectors,
-    )
+VECTORS = Projector(
+    name="vectors",
+    handles=ITEM_EVENTS | {"ItemRemoved"},
+    tables=(),
+    apply=drop_stale_vectors,
+    keys={},
+    plan=plan_stale_vectors,
 )
 # Fitted models and their vectors are derived lazily at search time (never replayed from the log).
-register_cache("embedders", "embedder_terms", "item_vectors")
+CACHE_TABLES = ("embedders", "embedder_terms", "item_vectors")

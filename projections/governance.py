@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from projections.canonical import item_digest
 from projections.jsonutil import dumps
-from projections.registry import Projector, register
+from projections.projector import Projector
 
 __all__ = ["PROPOSAL_EVENTS", "apply"]
 
@@ -56,12 +56,10 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         conn.execute(_PROPOSAL, proposals)
 
 
-register(
-    Projector(
-        name="governance",
-        handles=PROPOSAL_EVENTS | {"ApproverGranted"},
-        tables=("approvers", "proposals"),
-        apply=apply,
-        keys={"approvers": "seq", "proposals": "item_id, seq"},
-    )
+PROJECTOR = Projector(
+    name="governance",
+    handles=PROPOSAL_EVENTS | {"ApproverGranted"},
+    tables=("approvers", "proposals"),
+    apply=apply,
+    keys={"approvers": "seq", "proposals": "item_id, seq"},
 )

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from projections.registry import Projector, register
+from projections.projector import Projector
 
 __all__ = ["apply"]
 
@@ -40,12 +40,10 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
             conn.execute(_REVOKE, {"p": d["principal"], "s": d["scope"]})
 
 
-register(
-    Projector(
-        name="grants",
-        handles=frozenset({"AccessGranted", "AccessRevoked"}),
-        tables=("grants",),
-        apply=apply,
-        keys={"grants": "principal, scope"},
-    )
+PROJECTOR = Projector(
+    name="grants",
+    handles=frozenset({"AccessGranted", "AccessRevoked"}),
+    tables=("grants",),
+    apply=apply,
+    keys={"grants": "principal, scope"},
 )

@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from projections.jsonutil import dumps
-from projections.registry import Projector, register
+from projections.projector import Projector
 
 __all__ = ["apply"]
 
@@ -50,12 +50,10 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         conn.execute(_INSERT, rows)
 
 
-register(
-    Projector(
-        name="history",
-        handles=frozenset({"ItemPublished", "ItemsMerged"}),
-        tables=("item_history",),
-        apply=apply,
-        keys={"item_history": "item_id, seq"},
-    )
+PROJECTOR = Projector(
+    name="history",
+    handles=frozenset({"ItemPublished", "ItemsMerged"}),
+    tables=("item_history",),
+    apply=apply,
+    keys={"item_history": "item_id, seq"},
 )

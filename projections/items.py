@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from projections.canonical import event_item_digest as item_digest
 from projections.jsonutil import dumps
-from projections.registry import Projector, Statement, register, run_plan
+from projections.projector import Projector, Statement, run_plan
 
 __all__ = ["ITEM_EVENTS", "all_first_states", "apply"]
 
@@ -137,15 +137,13 @@ def batch_plan(events: Sequence[Any], *, optimistic: bool = True) -> list[Statem
     ]
 
 
-register(
-    Projector(
-        name="items",
-        handles=ITEM_EVENTS | {"ItemRemoved"},
-        tables=("items",),
-        apply=apply,
-        keys={"items": "id"},
-        plan=plan,
-        batch_plan=batch_plan,
-        defer_indexes=True,
-    )
+PROJECTOR = Projector(
+    name="items",
+    handles=ITEM_EVENTS | {"ItemRemoved"},
+    tables=("items",),
+    apply=apply,
+    keys={"items": "id"},
+    plan=plan,
+    batch_plan=batch_plan,
+    defer_indexes=True,
 )

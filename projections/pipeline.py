@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from projections.registry import Statement, run_plan
+from projections.projector import Statement, run_plan
 
 __all__ = ["LogReader", "PlanWriter"]
 

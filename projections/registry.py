@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from projections import beliefs, embeddings, governance, grants, history, items, revisions
 from projections.canonical import clear_digest_memo
+from projections.projector import Projector, Statement
 
 __all__ = [
     "BIND",
     "PROJECTORS",
-    "Projector",
-    "Statement",
     "apply_events",
     "deferrable_tables",
     "lazy_projectors",
@@ -27,72 +25,32 @@ __all__ = [
     "plans_as_ctes",
     "projector_names",
     "read_model_tables",
-    "run_plan",
 ]
 
 
-# One SQL statement a projector would run: its text (named :params) and the parameters.
-Statement = tuple[str, dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Projector:
-    """A named fold: which event types it handles, which tables it owns, and the batch apply function."""
-
-    name: str
-    handles: frozenset[str]
-    tables: tuple[str, ...]
-    apply: Callable[[Connection, Sequence[Any]], None]
-    # Digest ordering: the columns that identify a row of each table, for per-table digests.
-    keys: dict[str, str]
-    # A lazy projector stays off the write path: it catches up from its own checkpoint (runner.catch_up) before
-    # a read that needs it, and in every rebuild, so its tables are still a pure replay of the log.
-    lazy: bool = False
-    # The statements ``apply`` would run, as (sql, params), without running them (None: this batch needs
-    # ``apply``). A single-event append folds them into its INSERT: one round trip instead of one per projector.
-    plan: Callable[[Sequence[Any]], list[Statement] | None] | None = None
-    # The same statements reading the batch's events from a CTE named ``ev`` (the columns of ``events``, data as
-    # jsonb) instead of carrying their own copy of each item: used by the one-statement batch append, which
-    # already sends every event once. None (or returning None): use ``plan``.
-    # Called with ``optimistic=False`` after an optimistic plan (plain INSERTs for rows it believed new) failed.
-    batch_plan: Callable[..., list[Statement] | None] | None = None
-    # Its apply never reads its tables through a non-unique index, so a rebuild may drop those indexes while it
-    # fills the tables and build each once at the end (a sort instead of an entry per row, ~30% of the writes).
-    defer_indexes: bool = False
-    # A lazy projector's set-wise build from nothing: ``build(conn, inline)`` fills its empty tables with the rows
-    # that applying every event up to the position of the ``inline`` projectors' checkpoints would leave, reading
-    # that position in the same statement as the inline read models it reads (appends may commit meanwhile), and
-    # returns it. None: catch-up from nothing folds the log with ``apply``.
-    build: Callable[[Connection, list[str]], int] | None = None
-
-
-PROJECTORS: list[Projector] = []
+# Every projector, in the order an append or a replay applies them.
+PROJECTORS: tuple[Projector, ...] = (
+    items.PROJECTOR,
+    beliefs.PROJECTOR,
+    embeddings.SEARCH,
+    embeddings.VECTORS,
+    governance.PROJECTOR,
+    grants.PROJECTOR,
+    history.PROJECTOR,
+    revisions.PROJECTOR,
+)
 # Tables derived lazily from read models (fitted models, vectors): never replayed, but a snapshot schema
 # gets its own empty copies so a time-travel view refits from its own past state, not the live one.
-CACHE_TABLES: list[str] = []
-_LOADED = False
-_LOAD_LOCK = threading.RLock()
-
-
-def register(projector: Projector) -> Projector:
-    PROJECTORS.append(projector)
-    return projector
-
-
-def register_cache(*tables: str) -> None:
-    """Declare tables that hold lazily derived state (see CACHE_TABLES)."""
-    CACHE_TABLES.extend(t for t in tables if t not in CACHE_TABLES)
+CACHE_TABLES: tuple[str, ...] = embeddings.CACHE_TABLES
 
 
 def cache_tables() -> list[str]:
-    """Every registered cache table."""
-    _load()
+    """Every cache table."""
     return list(CACHE_TABLES)
 
 
 def read_model_tables() -> list[tuple[str, str]]:
     """Every (table, key columns) owned by a projector, plus checkpoints."""
-    _load()
     out = [(t, p.keys[t]) for p in PROJECTORS for t in p.tables]
     out.append(("checkpoints", "name"))
     return out
@@ -107,19 +65,16 @@ _SET_CHECKPOINTS = text(_SET_CHECKPOINTS_SQL)
 
 def deferrable_tables() -> list[str]:
     """The tables whose non-unique indexes a rebuild may build at the end (see ``Projector.defer_indexes``)."""
-    _load()
     return [t for p in PROJECTORS if p.defer_indexes for t in p.tables]
 
 
 def projector_names() -> list[str]:
     """The names of the inline projectors (their checkpoints advance with every append)."""
-    _load()
     return [p.name for p in PROJECTORS if not p.lazy]
 
 
 def lazy_projectors() -> list[Projector]:
     """The projectors kept off the write path (see ``Projector.lazy``)."""
-    _load()
     return [p for p in PROJECTORS if p.lazy]
 
 
@@ -131,7 +86,6 @@ def apply_events(conn: Connection, events: Sequence[Any], *, checkpoint: bool = 
     """
     if not events:
         return
-    _load()
     applied = [p for p in PROJECTORS if lazy or not p.lazy]
     try:
         for p in applied:
@@ -151,7 +105,6 @@ def plan_events(
     with ``single``, needs more than one statement for it: statements of one projector must run in order).
     ``shared``: prefer each projector's ``batch_plan`` (statements over the ``ev`` CTE); ``optimistic`` only for a
     caller that recovers from a unique violation (see ``projections.items.all_first_states``)."""
-    _load()
     out: list[Statement] = []
     try:
         for p in PROJECTORS:
@@ -213,37 +166,3 @@ def plans_as_ctes(plans: Sequence[Statement], params: dict[str, Any]) -> str:
 @functools.lru_cache(maxsize=256)
 def _cte(i: int, sql: str) -> str:
     return f", p{i} AS ({BIND.sub(lambda m: f':p{i}_{m.group(1)}', sql)})"
-
-
-@functools.lru_cache(maxsize=256)
-def _text(sql: str) -> Any:
-    return text(sql)
-
-
-def run_plan(conn: Connection, statements: Sequence[Statement]) -> None:
-    """Execute planned statements in order (what a projector's ``apply`` does with its own plan)."""
-    for sql, params in statements:
-        conn.execute(_text(sql), params)
-
-
-def _load() -> None:
-    # Projector modules register themselves on import; import them lazily to keep import order simple.
-    # Guard on a flag, not on PROJECTORS: a service module importing one projector module directly
-    # (e.g. projections.items for ITEM_EVENTS) must not stop the others from loading. The flag is set only once
-    # every module is in, under a lock: a second thread must wait, never see a half-filled PROJECTORS (its append
-    # would skip the missing projectors).
-    global _LOADED
-    if _LOADED:
-        return
-    with _LOAD_LOCK:
-        if _LOADED:
-            return
-        import projections.beliefs  # noqa: F401
-        import projections.embeddings  # noqa: F401
-        import projections.governance  # noqa: F401
-        import projections.grants  # noqa: F401
-        import projections.history  # noqa: F401
-        import projections.items  # noqa: F401
-        import projections.revisions  # noqa: F401
-
-        _LOADED = True

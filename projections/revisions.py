@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 from projections.canonical import event_item_digest as item_digest
 from projections.items import ITEM_EVENTS, all_first_states
 from projections.jsonutil import dumps
-from projections.registry import Projector, Statement, register, run_plan
+from projections.projector import Projector, Statement, run_plan
 
 __all__ = ["apply"]
 
@@ -63,15 +63,13 @@ def batch_plan(events: Sequence[Any], *, optimistic: bool = True) -> list[Statem
     return [(sql, {"seqs": ",".join(map(str, first.values())), "digests": ",".join(first)})]
 
 
-register(
-    Projector(
-        name="revisions",
-        handles=ITEM_EVENTS,
-        tables=("revisions",),
-        apply=apply,
-        keys={"revisions": "digest"},
-        plan=plan,
-        batch_plan=batch_plan,
-        defer_indexes=True,
-    )
+PROJECTOR = Projector(
+    name="revisions",
+    handles=ITEM_EVENTS,
+    tables=("revisions",),
+    apply=apply,
+    keys={"revisions": "digest"},
+    plan=plan,
+    batch_plan=batch_plan,
+    defer_indexes=True,
 )

@@ -13,17 +13,19 @@ from sqlalchemy import text
 
 from projections import loads
 from projections.bulkwork import bulk_work
-from service.bulk_append import BulkAppender
-from service.db import Database, open_database, reader
-from service.errors import ConcurrencyError, ReadOnlyError
-from service.eventread import PROGRESS_EVERY
-from service.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
-from service.eventstore import ChainReport, EventStore
-from service.items import SubstrateItem, is_generated_id
-from service.retry import retries
-from service.security import guard_view
-from service.snapshot import SNAPSHOT_NAME, read_snapshot, write_snapshot
-from service.validation import InvalidArgument, require_count
+from service.domain.errors import ConcurrencyError, ReadOnlyError
+from service.domain.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
+from service.domain.items import SubstrateItem, is_generated_id
+from service.domain.retry import retries
+from service.domain.validation import InvalidArgument, require_count
+from service.guard.secrets import guard_view
+from service.search import ranking
+from service.store.bulk_append import BulkAppender
+from service.store.database import Database, open_database, reader
+from service.store.eventread import PROGRESS_EVERY
+from service.store.eventstore import ChainReport, EventStore
+from service.store.export import SNAPSHOT_NAME, read_snapshot, write_snapshot
+from service.store.timetravel import open_view, resolve_position
 
 __all__ = ["SecretPolicy", "Substrate"]
 
@@ -62,7 +64,7 @@ class Substrate:
         self._owns_db = True
         self._db = _database or open_database(url=url, root=root)
         self.engine = self._db.engine
-        self._reads = reader(self.engine)  # single-statement reads: autocommit (see service.db.reader)
+        self._reads = reader(self.engine)  # single-statement reads: autocommit (see service.store.database.reader)
         self.events = EventStore(self.engine)
         self.position = 0  # the log position of this handle's last write
         self.read_only = False
@@ -96,9 +98,13 @@ class Substrate:
 
     def as_of(self, at: int | datetime) -> Substrate:
         """A read-only view of the store as it was right after event ``at`` (a seq) or at time ``at``."""
-        from service.timetravel import open_view
-
-        return open_view(self, at)
+        seq = resolve_position(self.events, at)
+        view = Substrate(_database=open_view(self.engine, self.url, seq), principal=self.principal)
+        view.secret_policy = self.secret_policy
+        view.read_only = True
+        view.as_of_seq = seq
+        view.root = self.root
+        return view
 
     def __enter__(self) -> Substrate:
         return self
@@ -147,7 +153,7 @@ class Substrate:
 
     def put_many(self, items: Iterable[SubstrateItem], *, secret_policy: SecretPolicy | None = None) -> list[str]:
         """The bulk path: guard every item first, then append them in one transaction per chunk (the database
-        writes chunk k while the next one is guarded; service.bulk_append)."""
+        writes chunk k while the next one is guarded; service.store.bulk_append)."""
         self._writable()
         ids: list[str] = []
         pending: list[NewEvent] = []
@@ -300,9 +306,7 @@ class Substrate:
     # ----------------------------------------------------------------- search
     def reindex(self) -> None:
         """(Re)fit the embedding index of every dirty visibility domain."""
-        from service.embedding import reindex
-
-        reindex(self)
+        ranking.reindex(self.engine)
 
     def search(
         self, query: Any, k: int = 5, *, kind: str | None = None, scope: str | None = None
@@ -310,9 +314,7 @@ class Substrate:
         """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
         (a number, a dict of fields) ranks by lexical overlap alone."""
         require_count(k, "k")
-        from service.embedding import search
-
-        return search(self, query, k, kind=kind, scope=scope)
+        return ranking.search(self.engine, query, k, kind=kind, scope=scope)
 
     # ----------------------------------------------------------------- persistence
     def _root_for(self, root: str | os.PathLike[str] | None) -> Path:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.db import embedded_server_url, ephemeral_database
+from service.store.database import embedded_server_url, ephemeral_database
 from service.substrate import Substrate
 
 

@@ -1,6 +1,6 @@
 """A guard for the one-statement append: fail the whole statement when its compare-and-set on the head missed.
 
-The single-event append (service.eventstore) runs as one autocommit statement whose first step is a
+The single-event append (service.store.eventstore) runs as one autocommit statement whose first step is a
 compare-and-set of ``log_head``. When another append got there first, that step matches no row and nothing may be
 written, yet the statement's other data-modifying CTEs (the projectors' upserts) would still run; this function
 raises instead, so the statement is void and the caller retries under the chain lock.

@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from projections import loads
 from projections.beliefs import claim_key
-from service.belief_model import (  # _TIER_STRENGTH: the spec names it here
+from service.beliefs.model import (  # _TIER_STRENGTH: the spec names it here
     _TIER_STRENGTH,  # noqa: F401
     MODEL_ASSERTION,
     MODEL_ASSERTION_CAP,
@@ -32,12 +32,12 @@ from service.belief_model import (  # _TIER_STRENGTH: the spec names it here
     is_grounding,
     raw_entries,
 )
-from service.belief_query import retrieve_beliefs
-from service.errors import ConcurrencyError, SubstrateError
-from service.events import EvidenceAssimilated, EvidenceRetracted, ItemPut, NewEvent
-from service.items import DEFAULT_SCOPE
-from service.retry import retries
-from service.validation import InvalidArgument, require_name
+from service.beliefs.query import retrieve_beliefs
+from service.domain.errors import ConcurrencyError, SubstrateError
+from service.domain.events import EvidenceAssimilated, EvidenceRetracted, ItemPut, NewEvent
+from service.domain.items import DEFAULT_SCOPE
+from service.domain.retry import retries
+from service.domain.validation import InvalidArgument, require_name
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -68,7 +68,7 @@ _RESOLVE = text(
 
 
 class _HomeAndPublic:
-    """Fallback policy (only when service.access offers none): a scope reads itself and "public"."""
+    """Fallback policy (only when service.teams.access offers none): a scope reads itself and "public"."""
 
     def can_read(self, principal: str, scope: str) -> bool:
         return scope in (principal, "public")
@@ -76,7 +76,7 @@ class _HomeAndPublic:
 
 def _default_policy() -> Any:
     try:
-        from service.access import AccessPolicy
+        from service.teams.access import AccessPolicy
     except ImportError:
         return _HomeAndPublic()
     return AccessPolicy()
@@ -90,7 +90,7 @@ def harvest_knowledge(
         raise InvalidArgument(f"model_output must be a string, got {type(model_output).__name__}")
     if not isinstance(source, Mapping):
         raise InvalidArgument(f"source must be a dict describing who produced the output, got {source!r}")
-    from service.corroborate import sentence_claims
+    from service.beliefs.corroborate import sentence_claims
 
     claims = []
     for i, part in enumerate((extract or sentence_claims)(model_output)):

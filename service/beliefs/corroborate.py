@@ -12,7 +12,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
 
 __all__ = ["Corroboration", "default_corroborates", "sentence_claims", "to_corroboration"]
 

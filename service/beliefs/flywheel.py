@@ -17,9 +17,9 @@ from sqlalchemy import text
 
 from projections import loads
 from projections.items import ITEM_EVENTS
-from service.belief_model import BeliefItem, belief_from_item, check_number
-from service.belief_query import rank_beliefs
-from service.validation import InvalidArgument, require_count
+from service.beliefs.model import BeliefItem, belief_from_item, check_number
+from service.beliefs.query import rank_beliefs
+from service.domain.validation import InvalidArgument, require_count
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.beliefs import BELIEF_TAG, claim_key
-from service.items import DEFAULT_SCOPE, SubstrateItem
-from service.validation import InvalidArgument
+from service.domain.items import DEFAULT_SCOPE, SubstrateItem
+from service.domain.validation import InvalidArgument
 
 __all__ = ["MODEL_ASSERTION", "MODEL_ASSERTION_CAP", "BeliefItem", "Claim", "EvidenceEntry", "credence_from_history"]
 

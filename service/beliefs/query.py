@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from service.belief_model import BeliefItem, belief_from_item, check_number
-from service.validation import InvalidArgument, require_count, require_name
+from service.beliefs.model import BeliefItem, belief_from_item, check_number
+from service.domain.validation import InvalidArgument, require_count, require_name
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from service.cli import add_store_options, open_store, print_json
+from service.cli.common import add_store_options, open_store, print_json
 
 __all__ = ["register"]
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from service.answer import answer_from_substrate
-    from service.context import ContextBudget
-    from service.extractive import extractive_answerer
+    from service.retrieval.answer import answer_from_substrate
+    from service.retrieval.context import ContextBudget
+    from service.retrieval.extractive import extractive_answerer
 
     store = open_store(args)
     try:

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.cli import add_store_options, open_store, print_json
-from service.snapshot import SNAPSHOT_NAME
+from service.cli.common import add_store_options, open_store, print_json
+from service.store.export import SNAPSHOT_NAME
 
 __all__ = ["register"]
 
@@ -22,7 +22,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     store = open_store(args)
     events = store.events.head()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from service.cli import add_store_options, open_store, print_json
+from service.cli.common import add_store_options, open_store, print_json
 
 __all__ = ["expand_paths", "parse_duration", "register"]
 
@@ -79,7 +79,7 @@ def _progress(enabled: bool) -> Any:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from service.ingest import IngestReceipt, ingest_artifacts, ingest_file
+    from service.ingest.sources import IngestReceipt, ingest_artifacts, ingest_file
 
     every_file = args.kind is not None
     if args.kind in ("artifact", "artifacts"):
@@ -140,7 +140,7 @@ def _print_receipt(receipt: Any, n_files: int, seconds: float) -> None:
 
 
 def _freshness(args: argparse.Namespace) -> int:
-    from service.freshness import freshness_report
+    from service.ingest.freshness import freshness_report
 
     store = open_store(args)
     try:
@@ -161,7 +161,7 @@ def _freshness(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from service.lineage import audit_substrate
+    from service.ingest.lineage import audit_substrate
 
     store = open_store(args)
     try:

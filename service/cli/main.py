@@ -3,60 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
-import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main", "open_store"]
+from service.cli import ask, core, ingest, search, serve
 
-# Modules that add subcommands: each defines ``register(subparsers)``; handlers receive parsed args.
-COMMAND_MODULES = [
-    "service.cli_core",
-    "service.cli_ingest",
-    "service.cli_ask",
-    "service.cli_serve",
-    "service.cli_search",
-]
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
-
-def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
-    """The store a command works on: --url, else $SUBSTRATE_DATABASE_URL, else --root (default ./.substrate).
-
-    A root that does not exist yet becomes a new, empty store. For a command that only reads (not ``create``)
-    that is said on stderr: a mistyped --root would otherwise be verified, searched or exported as an empty store
-    without a word.
-    """
-    from service.substrate import Substrate
-
-    url = getattr(args, "url", None) or os.environ.get("SUBSTRATE_DATABASE_URL")
-    if url:
-        return Substrate(url=url, **kw)
-    root = Path(getattr(args, "root", None) or ".substrate")
-    new = not root.exists()
-    store = Substrate(root=str(root), **kw)
-    if new and not create:
-        print(
-            f"substrate: note: there was no store at {root.resolve()}; this is a new, empty one "
-            "(give --root or --url to use another)",
-            file=sys.stderr,
-        )
-    return store
-
-
-def add_store_options(p: argparse.ArgumentParser) -> None:
-    """--url / --root, shared by every command that opens a store."""
-    p.add_argument("--url", help="PostgreSQL URL (default: $SUBSTRATE_DATABASE_URL)")
-    p.add_argument("--root", help="persistent embedded store directory (default: ./.substrate)")
-
-
-def print_json(value: Any) -> None:
-    """Pretty JSON on stdout."""
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+# Modules that add subcommands, in --help order: each defines ``register(subparsers)``; handlers get parsed args.
+COMMAND_MODULES = (core, ingest, ask, serve, search)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,8 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 
@@ -83,7 +38,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, PermissionError) as exc:
         print(f"substrate {args.command}: error: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from service.cli import add_store_options, open_store, print_json
-from service.items import MODALITIES
+from service.cli.common import add_store_options, open_store, print_json
+from service.domain.items import MODALITIES
 
 __all__ = ["register"]
 
@@ -45,12 +45,12 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    from service.embedding import embedder_status, reindex
+    from service.search.ranking import embedder_status, reindex
 
     store = open_store(args)
     try:
-        refitted = reindex(store)
-        status = embedder_status(store)
+        refitted = reindex(store.engine)
+        status = embedder_status(store.engine)
     finally:
         store.close()
     if args.json:

@@ -7,7 +7,7 @@ import signal
 import sys
 from typing import Any
 
-from service.cli import add_store_options, open_store, print_json
+from service.cli.common import add_store_options, open_store, print_json
 
 __all__ = ["register"]
 
@@ -15,7 +15,7 @@ __all__ = ["register"]
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.http import create_app
+    from service.http.app import create_app
 
     # uvicorn re-raises SIGTERM after its graceful shutdown; exit through SystemExit instead of dying from the
     # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
@@ -49,7 +49,7 @@ def _env_url() -> str | None:
 
 
 def _token_create(args: argparse.Namespace) -> int:
-    from service.tokens import create_token
+    from service.teams.tokens import create_token
 
     store = open_store(args, create=True)
     try:
@@ -62,7 +62,7 @@ def _token_create(args: argparse.Namespace) -> int:
 
 
 def _token_list(args: argparse.Namespace) -> int:
-    from service.tokens import list_tokens
+    from service.teams.tokens import list_tokens
 
     store = open_store(args)
     try:
@@ -83,7 +83,7 @@ def _token_list(args: argparse.Namespace) -> int:
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
-    from service.tokens import revoke_token
+    from service.teams.tokens import revoke_token
 
     store = open_store(args)
     try:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from projections.canonical import canonical_json, event_address, item_digest
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
 
 __all__ = [
     "AccessGranted",

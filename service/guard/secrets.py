@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from service import secret_rules
-from service.items import SubstrateItem
-from service.secret_rules import RULES, Rule, sensitive_pair, triggered
-from service.validation import InvalidArgument, require_count
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument, require_count
+from service.guard import rules as secret_rules
+from service.guard.rules import RULES, Rule, sensitive_pair, triggered
 
 __all__ = [
     "SecretFinding",

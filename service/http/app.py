@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, cast
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 
-from service import http_audit, http_ingest, http_items, http_search, http_share
-from service.background import BackgroundRunner
-from service.http_auth import current_caller
-from service.http_errors import install_handlers, problem_response
-from service.http_models import PROBLEM_RESPONSES, Health
-from service.http_views import AsOfViews
+from service.http import audit, ingest, items, search, share
+from service.http.auth import current_caller
+from service.http.errors import install_handlers, problem_response
+from service.http.models import PROBLEM_RESPONSES, Health
+from service.http.views import AsOfViews
+from service.search.upkeep import BackgroundRunner
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -48,7 +48,7 @@ def create_app(
         if owned:
             app.state.store = await run_in_threadpool(cast("Callable[[], Substrate]", store))
         app.state.views = AsOfViews(app.state.store, size=as_of_cache)
-        runner = BackgroundRunner(app.state.store, interval=background).start() if background else None
+        runner = BackgroundRunner(app.state.store.engine, interval=background).start() if background else None
         try:
             yield
         finally:
@@ -79,7 +79,7 @@ def create_app(
             return problem_response(503, "the database is unreachable")
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(current_caller)], responses=PROBLEM_RESPONSES)
-    for module in (http_items, http_search, http_share, http_ingest, http_audit):
+    for module in (items, search, share, ingest, audit):
         v1.include_router(module.router)
     app.include_router(v1)
     return app

@@ -9,13 +9,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
 
-from service.audit import verify_store
-from service.http_auth import CallerDep
-from service.http_errors import problem_response
-from service.http_items import AsOf
-from service.http_models import PROBLEM_RESPONSES, EventOut, EventPage, VerifyOut, storable
-from service.http_views import parse_as_of
-from service.timetravel import resolve_position
+from service.http.auth import CallerDep
+from service.http.errors import problem_response
+from service.http.items import AsOf
+from service.http.models import PROBLEM_RESPONSES, EventOut, EventPage, VerifyOut, storable
+from service.http.views import parse_as_of
+from service.store.audit import verify_store
+from service.store.timetravel import resolve_position
 
 __all__ = ["router"]
 
@@ -37,7 +37,7 @@ def events(
 ) -> EventPage:
     """Events whose scope the caller may read, in seq order (filtered and paged in SQL); ``as_of`` ends the log there."""
     at = parse_as_of(as_of)
-    until = None if at is None else resolve_position(caller.live, at)
+    until = None if at is None else resolve_position(caller.live.events, at)
     rows = list(
         caller.live.events.read(
             since=after,

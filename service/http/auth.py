@@ -9,8 +9,8 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.http_errors import ProblemError, forbidden, not_found
-from service.tokens import Principal, authenticate
+from service.http.errors import ProblemError, forbidden, not_found
+from service.teams.tokens import Principal, authenticate
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

@@ -13,9 +13,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.access import AccessDeniedError
-from service.errors import ConcurrencyError, ReadOnlyError
-from service.governance import GovernanceAuthorizationError
+from service.domain.errors import ConcurrencyError, ReadOnlyError
+from service.teams.access import AccessDeniedError
+from service.teams.governance import GovernanceAuthorizationError
 
 __all__ = ["ProblemError", "bad_request", "forbidden", "install_handlers", "not_found", "problem_response"]
 

@@ -12,11 +12,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import AfterValidator
 
-from service.http_auth import Caller, CallerDep
-from service.http_errors import ProblemError
-from service.http_models import IngestOut, storable
-from service.ingest import IngestReceipt, document_shaped, ingest_documents, ingest_records
-from service.ingest_batch import IngestFailure
+from service.http.auth import Caller, CallerDep
+from service.http.errors import ProblemError
+from service.http.models import IngestOut, storable
+from service.ingest.batch import IngestFailure
+from service.ingest.sources import IngestReceipt, document_shaped, ingest_documents, ingest_records
 
 __all__ = ["router"]
 

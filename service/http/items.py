@@ -10,11 +10,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from service.errors import ConcurrencyError
-from service.events import ItemRemoved, ItemUpdated, NewEvent, item_digest
-from service.http_auth import Caller, CallerDep
-from service.http_errors import ProblemError, bad_request, not_found
-from service.http_models import (
+from service.domain.errors import ConcurrencyError
+from service.domain.events import ItemRemoved, ItemUpdated, NewEvent, item_digest
+from service.domain.items import SubstrateItem
+from service.domain.retry import retries
+from service.http.auth import Caller, CallerDep
+from service.http.errors import ProblemError, bad_request, not_found
+from service.http.models import (
     Change,
     HistoryOut,
     ItemIn,
@@ -28,10 +30,8 @@ from service.http_models import (
     Updated,
     Written,
 )
-from service.http_views import read_view
-from service.items import SubstrateItem
-from service.retry import retries
-from service.sharing import history, revision
+from service.http.views import read_view
+from service.teams.sharing import history, revision
 
 __all__ = ["AsOf", "item_out", "router"]
 

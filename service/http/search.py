@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from service.answer import answer_from_substrate
-from service.context import ContextBudget, assemble_context
-from service.extractive import extractive_answerer
-from service.http_auth import Caller, CallerDep
-from service.http_items import AsOf, item_out
-from service.http_models import (
+from service.http.auth import Caller, CallerDep
+from service.http.items import AsOf, item_out
+from service.http.models import (
     AnswerOut,
     AskIn,
     ContextIn,
@@ -20,8 +17,11 @@ from service.http_models import (
     SearchIn,
     SearchOut,
 )
-from service.http_views import ScopedReader, read_view
-from service.retrieve import retrieve
+from service.http.views import ScopedReader, read_view
+from service.retrieval.answer import answer_from_substrate
+from service.retrieval.context import ContextBudget, assemble_context
+from service.retrieval.extractive import extractive_answerer
+from service.retrieval.retrieve import retrieve
 
 __all__ = ["router"]
 

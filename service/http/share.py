@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.access import stored_policy
-from service.belief import assimilate
-from service.governance import approve, proposal_history, propose, reject, stored_governance
-from service.http_auth import Caller, CallerDep
-from service.http_errors import ProblemError, not_found
-from service.http_models import (
+from service.beliefs.commands import assimilate
+from service.http.auth import Caller, CallerDep
+from service.http.errors import ProblemError, not_found
+from service.http.models import (
     ApproveIn,
     AssimilateIn,
     BeliefOut,
@@ -23,7 +21,9 @@ from service.http_models import (
     RejectIn,
     Written,
 )
-from service.sharing import merge_versions, publish
+from service.teams.access import stored_policy
+from service.teams.governance import approve, proposal_history, propose, reject, stored_governance
+from service.teams.sharing import merge_versions, publish
 
 __all__ = ["router"]
 

@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from service.http_errors import ProblemError
-from service.items import SubstrateItem
-from service.timetravel import resolve_position
+from service.domain.items import SubstrateItem
+from service.http.errors import ProblemError
+from service.store.timetravel import resolve_position
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -50,7 +50,7 @@ class AsOfViews:
     @contextmanager
     def open(self, at: int | datetime) -> Iterator[tuple[Substrate, int]]:
         """The view as of ``at`` and its seq, held open (never evicted) while the block runs."""
-        seq = resolve_position(self._store, at)
+        seq = resolve_position(self._store.events, at)
         entry = self._acquire(seq)
         try:
             yield entry[0], seq

@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import text
 
 from projections.bulkwork import bulk_work
-from service.bulk_append import BulkAppender
-from service.events import ItemPut, NewEvent, StoredEvent
-from service.items import SubstrateItem
+from service.domain.events import ItemPut, NewEvent, StoredEvent
+from service.domain.items import SubstrateItem
+from service.store.bulk_append import BulkAppender
 
 __all__ = ["BATCH_SIZE", "BatchWriter", "IngestFailure", "IngestReceipt", "Progress", "stable_id"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
 
 __all__ = [
     "FORMATS",

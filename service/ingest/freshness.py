@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import text
 
 from projections import loads
-from service.validation import InvalidArgument, require_finite
+from service.domain.validation import InvalidArgument, require_finite
 
 __all__ = ["Freshness", "FreshnessState", "check_freshness", "content_hash", "freshness_report"]
 

@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import text
 
 from projections import loads
-from service.access import AccessPolicy
-from service.validation import InvalidArgument, require_count
+from service.domain.validation import InvalidArgument, require_count
+from service.teams.access import AccessPolicy
 
 __all__ = ["LineageReport", "LineageState", "audit_substrate", "verify_lineage"]
 

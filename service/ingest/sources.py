@@ -6,7 +6,7 @@ Re-ingesting the same source into the same scope therefore reuses the same ids a
 instead of duplicating them. The scope is part of the key so that ingesting a same-named source into another
 scope can never overwrite (and silently move) items across a scope boundary.
 
-Bulk path (service.ingest_batch): every row is parsed, validated and secret-guarded first (``store._prepare``);
+Bulk path (service.ingest.batch): every row is parsed, validated and secret-guarded first (``store._prepare``);
 rows that fail are reported on ``IngestReceipt.failed`` with their 1-based line and reason (MXR-080-0269); the
 rest are appended in one transaction per batch of ``BATCH_SIZE`` (the event store COPYs them), never one per
 item. Inputs are streamed, so memory stays flat however large the file.
@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import Any
 
-from service.freshness import content_hash
-from service.ingest_batch import BatchWriter, IngestFailure, IngestReceipt, Progress
-from service.ingest_formats import (
+from service.domain.items import DEFAULT_SCOPE, SubstrateItem
+from service.domain.validation import InvalidArgument, require_name
+from service.ingest.batch import BatchWriter, IngestFailure, IngestReceipt, Progress
+from service.ingest.formats import (
     Bad,
     artifact_kind,
     detect_format,
@@ -35,8 +36,7 @@ from service.ingest_formats import (
     record_fields,
     trace_fields,
 )
-from service.items import DEFAULT_SCOPE, SubstrateItem
-from service.validation import InvalidArgument, require_name
+from service.ingest.freshness import content_hash
 
 __all__ = [
     "IngestFailure",

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from service.action import Action, Step, action_features, call_earned_relevance, relevance_of, score_action
-from service.action_builders import (
+from service.domain.telemetry import emit
+from service.domain.validation import InvalidArgument, require_count, require_finite
+from service.reasoning.action import Action, Step, action_features, call_earned_relevance, relevance_of, score_action
+from service.reasoning.action_builders import (
     compute_action,
     create_action,
     delegate_action,
     retrieve_action,
     simulate_action,
 )
-from service.telemetry_emit import emit
-from service.validation import InvalidArgument, require_count, require_finite
 
 __all__ = [
     "Action",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.validation import InvalidArgument, require_finite
+from service.domain.validation import InvalidArgument, require_finite
 
 __all__ = ["Action", "Step", "action_features", "relevance_of", "score_action"]
 

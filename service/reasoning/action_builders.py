@@ -6,8 +6,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from service.action import Action, binds, signature_of
-from service.validation import InvalidArgument, require_count, require_finite
+from service.domain.validation import InvalidArgument, require_count, require_finite
+from service.reasoning.action import Action, binds, signature_of
 
 __all__ = ["compute_action", "create_action", "delegate_action", "retrieve_action", "simulate_action"]
 

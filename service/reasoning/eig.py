@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.eig_belief import CategoricalBelief
-from service.items import MODALITIES, SubstrateItem
-from service.retrieve import Retrieval
-from service.validation import InvalidArgument, require_count, require_finite, require_name
+from service.domain.items import MODALITIES, SubstrateItem
+from service.domain.validation import InvalidArgument, require_count, require_finite, require_name
+from service.reasoning.eig_belief import CategoricalBelief
+from service.retrieval.retrieve import Retrieval
 
 __all__ = [
     "CategoricalBelief",

@@ -7,7 +7,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from service.validation import InvalidArgument, require_count
+from service.domain.validation import InvalidArgument, require_count
 
 __all__ = ["CategoricalBelief"]
 

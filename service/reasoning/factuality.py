@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.corroborate import Corroboration, default_corroborates, sentence_claims, to_corroboration
-from service.validation import InvalidArgument, require_count, require_finite
+from service.beliefs.corroborate import Corroboration, default_corroborates, sentence_claims, to_corroboration
+from service.domain.validation import InvalidArgument, require_count, require_finite
 
 __all__ = ["ClaimVerdict", "Corroboration", "FactualityReceipt", "check_factuality", "sentence_claims"]
 

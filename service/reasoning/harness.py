@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.act import Action, Investigation
-from service.action import call_earned_relevance
-from service.harness_registry import find_harnesses, register_harness
-from service.validation import InvalidArgument, require_count, require_finite, require_name
+from service.domain.validation import InvalidArgument, require_count, require_finite, require_name
+from service.reasoning.act import Action, Investigation
+from service.reasoning.action import call_earned_relevance
+from service.reasoning.harness_registry import find_harnesses, register_harness
 
 __all__ = [
     "Harness",
@@ -36,7 +36,7 @@ _TALLY: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("harne
 
 def _redact(text: str) -> tuple[str, int]:
     """Mask secrets in ``text`` with the service's detector; returns the clean text and the finding count."""
-    from service.security import detect_secrets, redact_secrets
+    from service.guard.secrets import detect_secrets, redact_secrets
 
     found = len(detect_secrets(text).findings)
     return (redact_secrets(text), found) if found else (text, 0)
@@ -241,7 +241,7 @@ def support_triage_harness(
     max_chars: int = 2000,
 ) -> Harness:
     """Support triage: retrieve-only, refuse empty/oversized requests, escalate what the knowledge cannot support."""
-    from service.reasoner import Reasoner
+    from service.reasoning.reasoner import Reasoner
 
     max_chars = require_count(max_chars, "max_chars")
     reasoner = Reasoner(answerer, substrate=substrate, retrieve_min_score=0.2)

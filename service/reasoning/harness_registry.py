@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.action import content_tokens
-from service.validation import require_name
+from service.domain.validation import require_name
+from service.reasoning.action import content_tokens
 
 __all__ = ["find_harnesses", "register_harness"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from service.act import Action
-from service.validation import InvalidArgument, require_count, require_finite
+from service.domain.validation import InvalidArgument, require_count, require_finite
+from service.reasoning.act import Action
 
 __all__ = ["Confidence", "ExternalAnswer", "ExternalModel", "external_action"]
 

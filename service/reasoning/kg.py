@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from service.act import Action
-from service.validation import InvalidArgument, require_count
+from service.domain.validation import InvalidArgument, require_count
+from service.reasoning.act import Action
 
 __all__ = ["kg_action", "link_entities", "retrieve_triples"]
 

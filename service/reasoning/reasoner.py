@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from service.act import Action, Investigation, compute_action, investigate, retrieve_action
-from service.validation import InvalidArgument, require_finite
+from service.domain.validation import InvalidArgument, require_finite
+from service.reasoning.act import Action, Investigation, compute_action, investigate, retrieve_action
 
 __all__ = ["Reasoner"]
 
@@ -98,7 +98,7 @@ class Reasoner:
         options.update(overrides)
         inv = investigate(question, space, self.answerer, **options)
         if verify and not inv.abstained and inv.answer is not None and self.substrate is not None:
-            from service.factuality import check_factuality
+            from service.reasoning.factuality import check_factuality
 
             inv.factuality = check_factuality(self.substrate, inv.answer)
         return inv

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.context_packet import ContextBudget, ContextPacket, require_bool
-from service.items import SubstrateItem
-from service.multihop import multihop
-from service.retrieve import retrieve
-from service.telemetry_emit import emit
-from service.validation import InvalidArgument, require_count, require_finite, require_name
+from service.domain.items import SubstrateItem
+from service.domain.telemetry import emit
+from service.domain.validation import InvalidArgument, require_count, require_finite, require_name
+from service.retrieval.multihop import multihop
+from service.retrieval.packet import ContextBudget, ContextPacket, require_bool
+from service.retrieval.retrieve import retrieve
 
 __all__ = ["Answer", "answer_from_substrate"]
 

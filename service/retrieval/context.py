@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.context_knowledge import (
+from service.domain.items import MODALITIES
+from service.domain.validation import InvalidArgument, require_name
+from service.retrieval.knowledge import (
     GENERIC_KNOWLEDGE_SCHEMA,
     PROPERTY_GRAPH_SCHEMA,
     SIGNAL_SCHEMA,
@@ -13,11 +15,9 @@ from service.context_knowledge import (
     TYPED_TABLE_SCHEMA,
     substrate_item_to_knowledge_dict,
 )
-from service.context_pack import emit_context, pack_hits
-from service.context_packet import ContextBudget, ContextPacket, ReceiverProfile, require_bool, require_fits
-from service.context_text import compress_text
-from service.items import MODALITIES
-from service.validation import InvalidArgument, require_name
+from service.retrieval.packet import ContextBudget, ContextPacket, ReceiverProfile, require_bool, require_fits
+from service.retrieval.packing import emit_context, pack_hits
+from service.retrieval.text import compress_text
 
 __all__ = [
     "GENERIC_KNOWLEDGE_SCHEMA",

@@ -9,8 +9,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from service.items import DEFAULT_SCOPE, SubstrateItem
-from service.validation import InvalidArgument, require_name
+from service.domain.items import DEFAULT_SCOPE, SubstrateItem
+from service.domain.validation import InvalidArgument, require_name
 
 __all__ = [
     "GENERIC_KNOWLEDGE_SCHEMA",

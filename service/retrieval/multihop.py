@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.context_pack import packed_context
-from service.context_text import item_surface
-from service.items import SubstrateItem
-from service.telemetry_emit import emit
-from service.validation import InvalidArgument, require_count, require_finite, require_name
+from service.domain.items import SubstrateItem
+from service.domain.telemetry import emit
+from service.domain.validation import InvalidArgument, require_count, require_finite, require_name
+from service.retrieval.packing import packed_context
+from service.retrieval.text import item_surface
 
 __all__ = ["HOP_VIAS", "HopChain", "HopStep", "multihop"]
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.context_knowledge import packet_bundle_dict, packet_knowledge_dict
-from service.context_text import flat, item_surface, query_coverage
-from service.items import SubstrateItem
-from service.validation import InvalidArgument, require_count, require_name
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument, require_count, require_name
+from service.retrieval.knowledge import packet_bundle_dict, packet_knowledge_dict
+from service.retrieval.text import flat, item_surface, query_coverage
 
 __all__ = [
     "SHAPES",

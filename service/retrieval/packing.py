@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.context_packet import ContextBudget, ContextPacket, render_packet, require_bool, require_fits
-from service.context_text import compress_text, item_surface, truncate_text
-from service.items import SubstrateItem
-from service.telemetry_emit import emit
-from service.validation import InvalidArgument
+from service.domain.items import SubstrateItem
+from service.domain.telemetry import emit
+from service.domain.validation import InvalidArgument
+from service.retrieval.packet import ContextBudget, ContextPacket, render_packet, require_bool, require_fits
+from service.retrieval.text import compress_text, item_surface, truncate_text
 
 __all__ = ["emit_context", "pack_hits", "packed_context"]
 

@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from service.context_pack import packed_context
-from service.context_packet import require_bool
-from service.items import MODALITIES, SubstrateItem
-from service.telemetry_emit import emit
-from service.validation import InvalidArgument, require_count, require_finite, require_name
+from service.domain.items import MODALITIES, SubstrateItem
+from service.domain.telemetry import emit
+from service.domain.validation import InvalidArgument, require_count, require_finite, require_name
+from service.retrieval.packet import require_bool
+from service.retrieval.packing import packed_context
 
 __all__ = ["Retrieval", "RetrievedHit", "retrieve"]
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from service.validation import InvalidArgument, require_count
+from service.domain.validation import InvalidArgument, require_count
 
 __all__ = ["compress_text", "flat", "item_surface", "query_coverage", "terms", "truncate_text"]
 

@@ -38,12 +38,12 @@ from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from projections import loads
 from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1, TS_CONFIG
 from projections.runner import catch_up_engine
-from service.items import MODALITIES, SubstrateItem
-from service.validation import InvalidArgument
-from service.vectors import VERSION, EmbedderState, embedder_state, refit, state_from_row, state_statement
+from service.domain.items import MODALITIES, SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.search.embedders import VERSION, EmbedderState, embedder_state, refit, state_from_row, state_statement
 
 if TYPE_CHECKING:
-    from service.substrate import Substrate
+    from sqlalchemy.engine import Engine
 
 __all__: list[str] = []
 
@@ -193,10 +193,10 @@ def _storable(scope: str | None) -> bool:
     )
 
 
-def reindex(store: Substrate) -> list[str]:
+def reindex(engine: Engine) -> list[str]:
     """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
-    catch_up_engine(store.engine)
-    with store.engine.connect() as c:
+    catch_up_engine(engine)
+    with engine.connect() as c:
         domains = [
             r[0]
             for r in c.execute(
@@ -208,7 +208,7 @@ def reindex(store: Substrate) -> list[str]:
             )
         ]
     for domain in domains:
-        refit(store.engine, domain)
+        refit(engine, domain)
     return [_label(d) for d in domains]
 
 
@@ -216,10 +216,10 @@ def _label(domain: str) -> str:
     return "*" if domain == ALL_DOMAIN else domain
 
 
-def embedder_status(store: Substrate) -> list[dict[str, Any]]:
+def embedder_status(engine: Engine) -> list[dict[str, Any]]:
     """One row per domain: its size and its embedder (mode, dimensions, vectors, whether it is stale)."""
-    catch_up_engine(store.engine)
-    with store.engine.connect() as c:
+    catch_up_engine(engine)
+    with engine.connect() as c:
         rows = c.execute(
             text(
                 "SELECT d.domain, d.n_docs, d.n_text, d.changed_seq, e.dim, "
@@ -245,7 +245,7 @@ def embedder_status(store: Substrate) -> list[dict[str, Any]]:
     ]
 
 
-def search(store: Substrate, query: Any, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
+def search(engine: Engine, query: Any, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
     """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
     q = _check(query, kind, scope)
     if k == 0 or not _storable(scope) or (kind is not None and kind not in MODALITIES):
@@ -253,9 +253,9 @@ def search(store: Substrate, query: Any, k: int, *, kind: str | None, scope: str
     k = min(k, MAX_K)
     # A non-text query ranks by lexical overlap alone: a learned text embedding has nothing to say about it.
     weight = DENSE_WEIGHT if isinstance(query, str) else 0.0
-    hits = _ranked(store, q, k, kind=kind, scope=scope, dense_weight=weight) if q.strip() else []
+    hits = _ranked(engine, q, k, kind=kind, scope=scope, dense_weight=weight) if q.strip() else []
     if len(hits) < k:
-        hits += _unmatched(store, k - len(hits), kind, scope, [it.id for it, _ in hits])
+        hits += _unmatched(engine, k - len(hits), kind, scope, [it.id for it, _ in hits])
     return hits
 
 
@@ -269,17 +269,17 @@ _UNMATCHED = text(
 
 
 def _unmatched(
-    store: Substrate, n: int, kind: str | None, scope: str | None, ranked: list[str]
+    engine: Engine, n: int, kind: str | None, scope: str | None, ranked: list[str]
 ) -> list[tuple[Any, float]]:
     """Items that match nothing of the query (score 0.0) to fill a search up to k, oldest first."""
     kinds = list(MODALITIES) if kind is None else [kind]
-    with store.engine.connect() as c:
+    with engine.connect() as c:
         rows = c.execute(_UNMATCHED, {"kinds": kinds, "scope": scope, "ranked": ranked, "n": n}).all()
     return [(SubstrateItem(**loads(r[0])), 0.0) for r in rows]
 
 
 def _ranked(
-    store: Substrate, q: str, k: int, *, kind: str | None, scope: str | None, dense_weight: float = DENSE_WEIGHT
+    engine: Engine, q: str, k: int, *, kind: str | None, scope: str | None, dense_weight: float = DENSE_WEIGHT
 ) -> list[tuple[Any, float]]:
     """The items scoring above zero, best first, at most k."""
     domain = ALL_DOMAIN if scope is None else scope
@@ -305,37 +305,37 @@ def _ranked(
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
         try:
-            return _pipelined_search(store, domain, ef, params)
+            return _pipelined_search(engine, domain, ef, params)
         except psycopg.Error:
             pass  # the plain path below reports it (or recovers) the way every SQLAlchemy statement does
     for _ in range(3):
-        with store.engine.begin() as c:
+        with engine.begin() as c:
             state = embedder_state(c, domain, ef_search=ef)
             if state.fresh:
                 return _rank(c, state, params)
-        refit(store.engine, domain)
-    return _rank_as_fitted(store, domain, ef, params)
+        refit(engine, domain)
+    return _rank_as_fitted(engine, domain, ef, params)
 
 
-def _pipelined_search(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
+def _pipelined_search(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
     """search() with one round trip per attempt (see _pipelined); refits a stale domain up to 3 times."""
     refits = 0
     for _ in range(6):
-        state, hits = _pipelined(store, domain, ef, params)
+        state, hits = _pipelined(engine, domain, ef, params)
         if hits is not None:
             return hits
         if not state.fresh:
             if refits == 3:
                 break
-            refit(store.engine, domain)
+            refit(engine, domain)
             refits += 1
         # else: fresh, but the domain asked for another statement variant than the one sent; it is known now
-    return _rank_as_fitted(store, domain, ef, params)
+    return _rank_as_fitted(engine, domain, ef, params)
 
 
-def _rank_as_fitted(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
+def _rank_as_fitted(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
     """A writer keeps dirtying the domain: rank with what is fitted."""
-    with store.engine.begin() as c:
+    with engine.begin() as c:
         return _rank(c, embedder_state(c, domain, ef_search=ef), params)
 
 
@@ -349,15 +349,15 @@ def _variant(state: EmbedderState) -> tuple[int | None, bool, bool]:
     return state.domain_id, state.dim > 0 and state.domain_id is not None, state.n_vectors <= EXACT_MAX
 
 
-def _pipelined(store: Substrate, domain: str, ef: int, params: dict[str, Any]) -> tuple[EmbedderState, Any]:
+def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> tuple[EmbedderState, Any]:
     """BEGIN, the domain state (and settings), the ranking statement, COMMIT, in one round trip: (state, hits).
 
     hits is None when the state is not fresh or asks for another variant than the one sent (nothing to use).
     """
-    known = _VARIANTS.setdefault(store.engine, {})
+    known = _VARIANTS.setdefault(engine, {})
     guess = known.get(domain)
     state_sql, state_params = state_statement(domain, ef)
-    raw = store.engine.raw_connection()
+    raw = engine.raw_connection()
     try:
         dc: Any = raw.driver_connection
         # Prepared at once (psycopg would wait for a 5th execution, and forgets them all at any rollback on the

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
 
 from projections.runner import catch_up_engine
-
-if TYPE_CHECKING:
-    from service.substrate import Substrate
+from service.search.ranking import reindex
+from service.store.eventstore import EventStore
 
 __all__ = ["BackgroundRunner"]
 
@@ -25,10 +25,11 @@ class BackgroundRunner:
     """A daemon thread that, once writes pause for ``interval`` seconds, catches up the lazy projectors and refits
     stale domains (checked every ``interval``)."""
 
-    def __init__(self, store: Substrate, *, interval: float = 2.0, refit: bool = True) -> None:
+    def __init__(self, engine: Engine, *, interval: float = 2.0, refit: bool = True) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
-        self.store = store
+        self.engine = engine
+        self._log = EventStore(engine)
         self.interval = interval
         self.refit = refit
         self.rounds = 0
@@ -47,11 +48,9 @@ class BackgroundRunner:
 
     def run_once(self) -> None:
         """One round: apply the events the lazy projectors have not seen, then refit every stale domain."""
-        catch_up_engine(self.store.engine)
+        catch_up_engine(self.engine)
         if self.refit:
-            from service.embedding import reindex
-
-            reindex(self.store)
+            reindex(self.engine)
 
     def _run(self) -> None:
         last_head: int | None = None
@@ -59,7 +58,7 @@ class BackgroundRunner:
             try:
                 # Only once the writes have paused for an interval: under a steady write load the searches keep
                 # their domains current themselves, and a second worker would only contend with them for locks.
-                head = self.store.events.head()
+                head = self._log.head()
                 if head != last_head:
                     last_head = head
                     continue

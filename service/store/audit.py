@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from projections.runner import live_digests, shadow_digests
-
-if TYPE_CHECKING:
-    from service.substrate import Substrate
+from service.store.eventstore import EventStore
 
 __all__ = ["VerifyReport", "verify_store"]
+
+
+class HasLog(Protocol):
+    """What verification needs of a store: its event log (a Substrate has one)."""
+
+    @property
+    def events(self) -> EventStore: ...
 
 
 @dataclass
@@ -53,7 +58,7 @@ class VerifyReport:
 
 
 def verify_store(
-    store: Substrate,
+    store: HasLog,
     *,
     progress: Callable[[int], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
@@ -72,7 +77,7 @@ def verify_store(
         return report
     # The live digests come from one snapshot, and the shadow replays the log up to the position it describes:
     # events appended while verify runs are in neither (else a live store would always look tampered with).
-    position, live_counts, live = live_digests(store.engine, on_phase=tell)
+    position, live_counts, live = live_digests(store.events.engine, on_phase=tell)
     if position > chain.events:  # appended since the walk began: walk them too, so all that is compared is walked
         chain = store.events.verify_chain(until=position, resume=chain)
         report = VerifyReport(chain.ok, chain.events, chain.first_bad_seq, chain.reason, chain.head)
@@ -80,7 +85,7 @@ def verify_store(
             return report
     tell("shadow")
     _, shadow_counts, shadow = shadow_digests(
-        store.engine, until=position, progress=progress, on_phase=lambda phase: tell(f"shadow {phase}")
+        store.events.engine, until=position, progress=progress, on_phase=lambda phase: tell(f"shadow {phase}")
     )
     for table in live:
         match = live[table] == shadow.get(table)

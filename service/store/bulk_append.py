@@ -18,8 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from service.events import NewEvent, StoredEvent
-from service.eventstore import BatchWrite, EventStore
+from service.domain.events import NewEvent, StoredEvent
+from service.store.eventstore import BatchWrite, EventStore
 
 __all__ = ["BulkAppender"]
 

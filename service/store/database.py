@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
 
 __all__ = ["Database", "embedded_server_url", "guard_parameters", "open_database", "upgrade"]
 
@@ -202,7 +202,7 @@ def upgrade(engine: Engine) -> None:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    here = Path(__file__).resolve().parent.parent / "migrations"
+    here = Path(__file__).resolve().parents[2] / "migrations"  # the top-level migrations package
     cfg = Config()
     cfg.set_main_option("script_location", str(here))
     head = ScriptDirectory.from_config(cfg).get_current_head()

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections import loads
-from service.events import StoredEvent, event_address
+from service.domain.events import StoredEvent, event_address
 
 __all__ = ["PROGRESS_EVERY", "ChainReport", "EventReader", "row_to_event"]
 

@@ -1,4 +1,4 @@
-"""The append-only, hash-chained event log on PostgreSQL: appends, with inline projection (reads: service.eventread)."""
+"""The append-only, hash-chained event log on PostgreSQL: appends, with inline projection (reads: service.store.eventread)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from projections import apply_events, dumps, loads
 from projections.bulkwork import bulk_work
-from projections.registry import BIND, Statement, plan_apply, plan_events, plans_as_ctes, projector_names
-from service.db import has_nul
-from service.errors import ConcurrencyError
-from service.eventread import ChainReport, EventReader, row_to_event
-from service.events import NewEvent, StoredEvent, event_address, normalize_json
-from service.validation import InvalidArgument
+from projections.jsonutil import dumps, loads
+from projections.registry import BIND, Statement, apply_events, plan_apply, plan_events, plans_as_ctes, projector_names
+from service.domain.errors import ConcurrencyError
+from service.domain.events import NewEvent, StoredEvent, event_address, normalize_json
+from service.domain.validation import InvalidArgument
+from service.store.database import has_nul
+from service.store.eventread import ChainReport, EventReader, row_to_event
 
 __all__ = ["ChainReport", "EventStore", "row_to_event"]
 
@@ -75,7 +75,7 @@ _INSERT_CAS = (
 _STREAM_CHECK = " AND (SELECT coalesce(max(version), 0) FROM events WHERE stream = :stream) = :current"
 _INSERT_CAS_EXPECTED = _INSERT_CAS.replace("{stream_check}", _STREAM_CHECK)
 _INSERT_CAS_HINTED = _INSERT_CAS.replace("{stream_check}", "")
-# A whole batch stamped ahead of time (service.bulk_append) is written in one transaction: this compare-and-set
+# A whole batch stamped ahead of time (service.store.bulk_append) is written in one transaction: this compare-and-set
 # on the head first (it takes the chain lock only if nothing was appended since the batch was stamped: every
 # append moves the head; UNIQUE(stream, version) backs this up), then COPY of the events, then the inline
 # projectors' statements reading the batch back from the log, checkpoints included.
@@ -546,7 +546,7 @@ def _fetch_one(raw: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -
     """Run one statement of the append path on a psycopg connection (SQLAlchemy's own under a transaction); its row.
 
     The statements every append runs skip SQLAlchemy's per-execute work (about 50 us each); the NUL guard
-    that SQLAlchemy executions get (service.db) is applied here too.
+    that SQLAlchemy executions get (service.store.database) is applied here too.
     """
     if any("\x00" in v if type(v) is str else has_nul(v) for v in params.values()):
         raise InvalidArgument(_NUL_REFUSED)

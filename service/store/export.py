@@ -8,9 +8,9 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from service.eventread import PROGRESS_EVERY
-from service.events import normalize_json
-from service.items import SubstrateItem
+from service.domain.events import normalize_json
+from service.domain.items import SubstrateItem
+from service.store.eventread import PROGRESS_EVERY
 
 __all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from service.db import reader
-from service.errors import ConcurrencyError, ReadOnlyError
-from service.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
-from service.retry import retries
-from service.validation import InvalidArgument, require_name
+from service.domain.errors import ConcurrencyError, ReadOnlyError
+from service.domain.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
+from service.domain.retry import retries
+from service.domain.validation import InvalidArgument, require_name
+from service.store.database import reader
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from projections import loads
-from service.access import _append_as
-from service.errors import ConcurrencyError
-from service.events import (
+from service.domain.errors import ConcurrencyError
+from service.domain.events import (
     ApproverGranted,
     ItemPublished,
     NewEvent,
@@ -22,10 +21,11 @@ from service.events import (
     PromotionProposed,
     PromotionRejected,
 )
-from service.items import SubstrateItem
-from service.retry import retries
-from service.sharing import _ids, _Live, _live, _principal, published_state
-from service.validation import InvalidArgument, require_name
+from service.domain.items import SubstrateItem
+from service.domain.retry import retries
+from service.domain.validation import InvalidArgument, require_name
+from service.teams.access import _append_as
+from service.teams.sharing import _ids, _Live, _live, _principal, published_state
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

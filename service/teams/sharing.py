@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from projections import loads
-from service.access import PUBLIC, AccessPolicy, _append_as, _require_principal
-from service.errors import ConcurrencyError
-from service.events import ItemPublished, ItemRemoved, ItemsMerged, NewEvent
-from service.items import SubstrateItem
-from service.retry import retries
-from service.validation import InvalidArgument, require_name
+from service.domain.errors import ConcurrencyError
+from service.domain.events import ItemPublished, ItemRemoved, ItemsMerged, NewEvent
+from service.domain.items import SubstrateItem
+from service.domain.retry import retries
+from service.domain.validation import InvalidArgument, require_name
+from service.teams.access import PUBLIC, AccessPolicy, _append_as, _require_principal
 
 if TYPE_CHECKING:
     from service.substrate import Substrate

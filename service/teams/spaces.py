@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from service.access import PUBLIC, AccessPolicy, _append_as, _require_principal
-from service.events import ItemPut, NewEvent
-from service.items import SubstrateItem
-from service.sharing import MergeStrategy, history, merge_versions, publish, revision, version_of
-from service.validation import InvalidArgument, require_name
+from service.domain.events import ItemPut, NewEvent
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument, require_name
+from service.teams.access import PUBLIC, AccessPolicy, _append_as, _require_principal
+from service.teams.sharing import MergeStrategy, history, merge_versions, publish, revision, version_of
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -79,7 +79,7 @@ class Space:
 
     def retrieve(self, query: str, *, k: int = 8, **kw: Any) -> Any:
         """Retrieve over exactly the team's visible set (own scope and authorized shared), with kind diversity."""
-        from service.retrieve import retrieve
+        from service.retrieval.retrieve import retrieve
 
         visible = sorted(self.scopes)
         scope = kw.get("scope")

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from service.access import PUBLIC
-from service.db import reader
-from service.validation import InvalidArgument, require_name
+from service.domain.validation import InvalidArgument, require_name
+from service.store.database import reader
+from service.teams.access import PUBLIC
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -136,6 +136,6 @@ def authenticate(store: Substrate, token: str) -> Principal | None:
     if row is None:
         return None
     token_id, name, reads, writes = row
-    # Home scope and the PUBLIC commons are intrinsic (service.access); grants add the rest.
+    # Home scope and the PUBLIC commons are intrinsic (service.teams.access); grants add the rest.
     base = {name, PUBLIC}
     return Principal(name, token_id, frozenset(base | set(reads)), frozenset(base | set(writes)))

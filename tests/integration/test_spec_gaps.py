@@ -9,10 +9,10 @@ from sqlalchemy import text
 
 from projections.runner import rebuild, table_digests
 from service import ExternalModel, FreshnessState, audit_substrate, check_freshness
-from service.belief import Claim, assimilate, retrieve_beliefs
-from service.interop import Confidence
-from service.items import SubstrateItem
-from service.validation import InvalidArgument
+from service.beliefs.commands import Claim, assimilate, retrieve_beliefs
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.reasoning.interop import Confidence
 
 
 def _put(store, item_id: str, parents: list[str] | None = None, scope: str = "local") -> None:  # type: ignore[no-untyped-def]

@@ -134,7 +134,7 @@ def test_a_failing_put_many_ends_the_collector_pause(store: Substrate) -> None:
 
 
 def test_integers_beyond_64_bits_come_back_exact_and_the_log_still_verifies(store: Substrate) -> None:
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     payload = {"big": 2**70, "neg": -(2**65), "u64": 2**64 - 1, "digits": "1234567890123456789012"}
     i = store.put(SubstrateItem(kind="record", payload=payload))

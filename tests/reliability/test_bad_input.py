@@ -20,16 +20,16 @@ from sqlalchemy import text
 
 from bench import fuzz as fz
 from service import Substrate, SubstrateItem
-from service.access import AccessPolicy, grant_access, revoke_access, stored_policy
-from service.belief import assimilate, retract, retrieve_beliefs
-from service.http import create_app
-from service.ingest import ingest_artifacts, ingest_documents, ingest_file, ingest_records, ingest_traces
-from service.lineage import audit_substrate, verify_lineage
-from service.sharing import history, merge_versions, publish, revision
-from service.snapshot import SnapshotError
-from service.spaces import Space
-from service.tokens import create_token, list_tokens
-from service.validation import InvalidArgument
+from service.beliefs.commands import assimilate, retract, retrieve_beliefs
+from service.domain.validation import InvalidArgument
+from service.http.app import create_app
+from service.ingest.lineage import audit_substrate, verify_lineage
+from service.ingest.sources import ingest_artifacts, ingest_documents, ingest_file, ingest_records, ingest_traces
+from service.store.export import SnapshotError
+from service.teams.access import AccessPolicy, grant_access, revoke_access, stored_policy
+from service.teams.sharing import history, merge_versions, publish, revision
+from service.teams.spaces import Space
+from service.teams.tokens import create_token, list_tokens
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette asks for httpx2; the httpx transport works the same here

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from bench.concurrency import run_mixed
 from service import Substrate, SubstrateItem
-from service.events import ItemUpdated, NewEvent
+from service.domain.events import ItemUpdated, NewEvent
 
 
 @pytest.fixture(scope="module")

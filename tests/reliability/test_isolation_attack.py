@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from service import Substrate, SubstrateItem
-from service.access import AccessDeniedError, AccessPolicy
-from service.belief import assimilate, retrieve_beliefs
-from service.http import create_app
-from service.lineage import audit_substrate, verify_lineage
-from service.sharing import history, publish
-from service.spaces import Space
-from service.tokens import create_token
+from service.beliefs.commands import assimilate, retrieve_beliefs
+from service.http.app import create_app
+from service.ingest.lineage import audit_substrate, verify_lineage
+from service.teams.access import AccessDeniedError, AccessPolicy
+from service.teams.sharing import history, publish
+from service.teams.spaces import Space
+from service.teams.tokens import create_token
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette asks for httpx2; the httpx transport works the same here

@@ -11,7 +11,7 @@ import threading
 import time
 
 from service import Substrate, SubstrateItem
-from service.audit import verify_store
+from service.store.audit import verify_store
 
 WORDS = ["glacier", "volcano", "harbor", "meadow", "canyon", "lagoon"]
 

@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from bench import tamper as tk
 from service import Substrate
-from service.audit import verify_store
+from service.store.audit import verify_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

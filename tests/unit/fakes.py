@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from service.items import SubstrateItem
+from service.domain.items import SubstrateItem
 
 __all__ = ["BrokenTelemetry", "FakeSubstrate", "Recorder"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from service import Substrate
 from service.cli import main
-from service.extractive import extractive_answerer
+from service.retrieval.extractive import extractive_answerer
 
 
 def test_extractive_answerer_picks_supporting_sentences() -> None:

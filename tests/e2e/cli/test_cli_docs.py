@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import build_parser, main
+from service.cli.main import build_parser, main
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, argparse.ArgumentParser]]:

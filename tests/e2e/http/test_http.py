@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from service import Substrate
-from service.access import grant_access
+from service.teams.access import grant_access
 from tests.e2e.http_server import Server, cli, create_token, start_server
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

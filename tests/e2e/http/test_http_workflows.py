@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from service import Substrate
-from service.access import grant_access
-from service.governance import grant_approver
-from service.http import create_app
+from service.http.app import create_app
+from service.teams.access import grant_access
+from service.teams.governance import grant_approver
 from tests.e2e.http_server import Server, create_token, start_server
 
 SECRET = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
@@ -228,8 +228,8 @@ def test_a_second_verify_while_one_runs_is_told_to_retry(make_store: Any, monkey
         warnings.simplefilter("ignore")  # starlette asks for httpx2; the httpx transport works the same here
         from fastapi.testclient import TestClient
 
-    import service.http_audit as http_audit
-    from service.tokens import create_token
+    import service.http.audit as http_audit
+    from service.teams.tokens import create_token
 
     store = make_store()
     store.add("text", "x", scope="ops")

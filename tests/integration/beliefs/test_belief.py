@@ -9,8 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from projections.runner import rebuild, shadow_digests, table_digests
-from service.access import PUBLIC, AccessPolicy
-from service.belief import (
+from service.beliefs.commands import (
     MODEL_ASSERTION_CAP,
     Claim,
     assimilate,
@@ -18,8 +17,9 @@ from service.belief import (
     retract,
     retrieve_beliefs,
 )
-from service.items import SubstrateItem
-from service.validation import InvalidArgument
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.teams.access import PUBLIC, AccessPolicy
 
 
 def _receipt(store, source_id: str, scope: str = "local") -> str:

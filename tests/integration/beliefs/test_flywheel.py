@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from service.belief import assimilate
-from service.flywheel import FlywheelMeasurement, QAItem, measure_flywheel
-from service.validation import InvalidArgument
+from service.beliefs.commands import assimilate
+from service.beliefs.flywheel import FlywheelMeasurement, QAItem, measure_flywheel
+from service.domain.validation import InvalidArgument
 
 QUESTIONS = [QAItem("What color is the sky?", "blue"), QAItem("What is the capital of France?", "Paris")]
 _STOP = {"what", "is", "the", "of", "color"}

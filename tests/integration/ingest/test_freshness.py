@@ -155,7 +155,7 @@ def test_a_corrupted_timestamp_is_named_and_the_sweep_continues(store) -> None: 
 
 
 def test_one_hash_per_file_per_sweep(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import service.freshness as freshness
+    import service.ingest.freshness as freshness
 
     f = tmp_path / "many.txt"
     f.write_text("".join(f"line {i}\n" for i in range(50)))

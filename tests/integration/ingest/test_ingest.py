@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-import service.ingest_batch as ingest_mod
+import service.ingest.batch as ingest_mod
 from service import (
     IngestReceipt,
     ingest_artifacts,
@@ -19,8 +19,8 @@ from service import (
     ingest_records,
     ingest_traces,
 )
-from service.audit import verify_store
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
+from service.store.audit import verify_store
 
 SECRET = "token ghp_1234567890abcdefghijklmnopqrstuvwxyZ12"
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from service import LineageReport, LineageState, audit_substrate, verify_lineage
-from service.items import SubstrateItem
-from service.validation import InvalidArgument
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
 
 
 def _put(store, item_id: str, parents: list[str] = (), scope: str = "local", **kw) -> str:  # type: ignore[no-untyped-def, assignment]

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
-from service.background import BackgroundRunner
+from service.search.upkeep import BackgroundRunner
 
 
 def _caught_up(store: Substrate) -> bool:
@@ -27,7 +27,7 @@ def test_a_burst_of_writes_is_indexed_and_fitted_in_the_background(store: Substr
         SubstrateItem(kind="text", text=f"note {i} about glaciers and sea ice", scope="s") for i in range(40)
     )
     assert not _caught_up(store)
-    with BackgroundRunner(store, interval=0.05) as runner:
+    with BackgroundRunner(store.engine, interval=0.05) as runner:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (_caught_up(store) and _fitted(store, "s")):
             time.sleep(0.05)
@@ -50,7 +50,7 @@ def _fitted(store: Substrate, domain: str) -> bool:
 
 
 def test_a_failing_round_is_logged_and_the_thread_goes_on(store: Substrate, caplog: pytest.LogCaptureFixture) -> None:
-    runner = BackgroundRunner(store, interval=0.02)
+    runner = BackgroundRunner(store.engine, interval=0.02)
     calls = []
 
     def boom() -> None:
@@ -68,4 +68,4 @@ def test_a_failing_round_is_logged_and_the_thread_goes_on(store: Substrate, capl
 def test_the_interval_must_be_positive(store: Substrate) -> None:
     for bad in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="interval"):
-            BackgroundRunner(store, interval=bad)
+            BackgroundRunner(store.engine, interval=bad)

@@ -7,10 +7,10 @@ from sqlalchemy import text
 
 from projections.embeddings import ALL_DOMAIN
 from projections.runner import catch_up_engine
-from service.items import SubstrateItem
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.search.embedders import MIN_FIT_DOCS
 from service.substrate import Substrate
-from service.validation import InvalidArgument
-from service.vectors import MIN_FIT_DOCS
 
 CORPUS = [
     "The mitochondria produce energy for the cell through respiration",

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from projections.runner import catch_up_engine, rebuild, shadow_digests, table_digests
 from service import Substrate, SubstrateItem
-from service.spaces import merge_versions
+from service.teams.spaces import merge_versions
 
 _SEARCH = ("search_docs", "item_terms", "term_df", "search_domains")
 

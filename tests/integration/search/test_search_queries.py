@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.items import SubstrateItem
+from service.domain.items import SubstrateItem
 from service.substrate import Substrate
 
 TEXTS = [

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1
-from service import embedding
-from service.items import SubstrateItem
+from service.domain.items import SubstrateItem
+from service.search import ranking as embedding
 from service.substrate import Substrate
 
 VOCAB = (

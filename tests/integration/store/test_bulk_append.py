@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
-from service.audit import verify_store
-from service.bulk_append import BulkAppender
-from service.events import ItemPut, NewEvent, StoredEvent
+from service.domain.events import ItemPut, NewEvent, StoredEvent
+from service.store.audit import verify_store
+from service.store.bulk_append import BulkAppender
 
 
 def _events(store: Substrate, prefix: str, n: int) -> list[NewEvent]:
@@ -74,7 +74,7 @@ def test_a_put_over_an_item_in_the_batch_in_flight_takes_the_next_version(store:
 def test_ingest_alongside_concurrent_puts_keeps_one_chain_and_every_write(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import threading
 
-    import service.ingest_batch as ingest_mod
+    import service.ingest.batch as ingest_mod
     from service import ingest_documents
 
     monkeypatch.setattr(ingest_mod, "BATCH_SIZE", 7)  # many small batches, so puts land between them

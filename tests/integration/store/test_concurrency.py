@@ -44,7 +44,7 @@ def test_concurrent_puts_of_distinct_items(store: Substrate) -> None:
 
 
 def test_writers_on_two_engines_interleave_without_breaking_the_chain(store: Substrate) -> None:
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     other = Substrate(url=store.url)  # its own engine, so its own (soon stale) idea of the log head
     shared = store.add("record", payload={"n": 0})

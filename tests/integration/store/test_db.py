@@ -83,7 +83,7 @@ def test_an_append_whose_reply_was_lost_after_commit_is_not_written_twice(
 ) -> None:
     import psycopg
 
-    import service.eventstore as eventstore
+    import service.store.eventstore as eventstore
 
     store.add("text", "first")
     real = eventstore._fetch_one
@@ -161,7 +161,7 @@ def test_a_malformed_items_jsonl_under_a_new_root_is_a_clear_error(tmp_path: Pat
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_never_touches_the_parents_kept_connections(store: Substrate) -> None:
-    from service.eventstore import _KEPT
+    from service.store.eventstore import _KEPT
 
     store.add("text", "parent 1")
     store.add("text", "parent 2")
@@ -189,7 +189,7 @@ def test_settling_a_lost_append_waits_for_a_commit_still_in_flight(store: Substr
     import queue
     import threading
 
-    from service.events import ItemPut, NewEvent
+    from service.domain.events import ItemPut, NewEvent
 
     store.add("text", "first")
     stamped: queue.Queue[object] = queue.Queue()
@@ -243,7 +243,7 @@ def test_a_forked_child_opens_default_stores_without_waiting_on_its_parents_thre
 
 
 def test_default_stores_opened_back_to_back_take_ready_spares() -> None:
-    import service.db as db
+    import service.store.database as db
 
     first = Substrate()
     host = parse_qs(urlsplit(first.url).query).get("host", [urlsplit(first.url).netloc])[0]

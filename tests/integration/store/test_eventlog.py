@@ -8,8 +8,8 @@ from sqlalchemy.exc import DBAPIError
 
 from projections.runner import rebuild, shadow_digests, table_digests
 from service import ConcurrencyError, Substrate
-from service.audit import verify_store
-from service.events import ItemPut, NewEvent
+from service.domain.events import ItemPut, NewEvent
+from service.store.audit import verify_store
 
 
 def _types(store: Substrate) -> list[str]:
@@ -218,7 +218,7 @@ def test_single_stale_event_gets_concurrency_error_and_writes_nothing(store: Sub
 def test_a_long_append_in_chunks_chains_projects_and_matches_a_replay(store: Substrate) -> None:
     """One append of more events than a chunk (5,000), mixing events the projectors plan as statements (items)
     with events only their ``apply`` handles (grants): one gapless chain, every read model equal to a replay."""
-    from service.events import AccessGranted
+    from service.domain.events import AccessGranted
 
     store.add("text", "before")
     items = [
@@ -243,7 +243,7 @@ def test_a_long_append_in_chunks_chains_projects_and_matches_a_replay(store: Sub
 def test_verify_is_not_fooled_by_writes_landing_while_it_runs(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The live digests are one snapshot, the shadow replays up to the position that snapshot describes: an
     append between the two (a live service keeps writing) is in neither, so the store still verifies."""
-    import service.audit as audit
+    import service.store.audit as audit
 
     for n in range(5):
         store.add("text", f"t{n}", tags=["x"])
@@ -285,7 +285,7 @@ def test_live_digests_catch_up_again_when_events_land_before_the_snapshot(store:
 
 
 def test_a_long_append_with_a_nul_is_refused_whole(store: Substrate) -> None:
-    from service.validation import InvalidArgument
+    from service.domain.validation import InvalidArgument
 
     store.add("text", "before")
     events = [_put_event(f"n{n}") for n in range(70)]
@@ -315,7 +315,7 @@ def test_the_chain_walk_is_not_fooled_by_appends_while_it_runs(store: Substrate,
 
 
 def test_verify_walks_the_events_appended_between_its_walk_and_its_snapshot(store: Substrate, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import service.audit as audit
+    import service.store.audit as audit
 
     for n in range(3):
         store.add("text", f"t{n}")

@@ -14,10 +14,10 @@ import projections.runner as runner
 from projections import registry
 from projections.runner import build_snapshot, drop_snapshot, rebuild, table_digests
 from service import Substrate, SubstrateItem
-from service.access import PUBLIC
-from service.belief import Claim, assimilate
-from service.events import ItemPut, NewEvent
-from service.spaces import merge_versions, publish
+from service.beliefs.commands import Claim, assimilate
+from service.domain.events import ItemPut, NewEvent
+from service.teams.access import PUBLIC
+from service.teams.spaces import merge_versions, publish
 
 
 def _mixed_log(store: Substrate) -> None:

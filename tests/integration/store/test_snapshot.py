@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
-from service.snapshot import SnapshotError
+from service.store.export import SnapshotError
 
 
 def test_save_then_load_into_another_store(make_store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -141,7 +141,7 @@ def test_load_either_loads_everything_or_nothing(store: Substrate, tmp_path_fact
 def test_a_load_longer_than_a_chunk_equals_a_replay(store: Substrate, tmp_path: Path) -> None:
     """A load of more events than one projection chunk (5,000) lands whole, in the file's order, and its read
     models are those a replay of the log makes; progress reports each phase's count."""
-    from service.audit import verify_store
+    from service.store.audit import verify_store
 
     old = [store.add("text", f"old {n}", id=f"old-{n}") for n in range(3)]
     rows = [SubstrateItem(kind="text", text=f"row {n}", id=f"row-{n}", tags=[f"t{n % 7}"]) for n in range(5_100)]

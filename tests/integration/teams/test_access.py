@@ -6,11 +6,11 @@ import pytest
 from sqlalchemy import event
 
 from projections.runner import rebuild, shadow_digests, table_digests
-from service.access import PUBLIC, AccessDeniedError, AccessPolicy, grant_access, revoke_access, stored_policy
-from service.errors import ReadOnlyError
-from service.items import SubstrateItem
-from service.spaces import Space
-from service.validation import InvalidArgument
+from service.domain.errors import ReadOnlyError
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.teams.access import PUBLIC, AccessDeniedError, AccessPolicy, grant_access, revoke_access, stored_policy
+from service.teams.spaces import Space
 
 
 def _types(store, since: int) -> list[tuple[str, str, str | None]]:  # type: ignore[no-untyped-def]
@@ -170,7 +170,7 @@ def test_rebuild_reproduces_the_grants_read_model_exactly(store) -> None:  # typ
 
 
 def test_a_persisted_read_grant_lets_its_holder_publish_from_that_scope(store) -> None:  # type: ignore[no-untyped-def]
-    from service.spaces import publish
+    from service.teams.spaces import publish
 
     b = store.add("text", "b's finding", scope="team-b")
     live = stored_policy(store, live=True)

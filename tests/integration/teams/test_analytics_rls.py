@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from service.access import PUBLIC, grant_access, revoke_access
-from service.governance import propose
-from service.spaces import publish
+from service.teams.access import PUBLIC, grant_access, revoke_access
+from service.teams.governance import propose
+from service.teams.spaces import publish
 
 
 @contextlib.contextmanager

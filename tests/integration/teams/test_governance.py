@@ -7,7 +7,7 @@ import time
 import pytest
 
 from projections.runner import rebuild, shadow_digests, table_digests
-from service.governance import (
+from service.teams.governance import (
     APPROVED,
     PENDING,
     Governance,
@@ -21,7 +21,7 @@ from service.governance import (
     reject,
     stored_governance,
 )
-from service.spaces import history, revision
+from service.teams.spaces import history, revision
 
 
 # ------------------------------------------------------------------ the in-memory Governance value

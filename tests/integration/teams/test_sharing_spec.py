@@ -12,8 +12,8 @@ import re
 import pytest
 from sqlalchemy import text
 
-from service.access import PUBLIC, AccessDeniedError, AccessPolicy
-from service.spaces import Space, history, merge_versions, publish, revision, version_of
+from service.teams.access import PUBLIC, AccessDeniedError, AccessPolicy
+from service.teams.spaces import Space, history, merge_versions, publish, revision, version_of
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -95,7 +95,7 @@ def test_an_empty_principal_is_never_authorized_even_for_its_own_name() -> None:
 
 
 def test_a_live_policy_never_authorizes_an_empty_principal(store) -> None:  # type: ignore[no-untyped-def]
-    from service.access import stored_policy
+    from service.teams.access import stored_policy
 
     live = stored_policy(store, live=True)
     assert not live.can_read("", "") and live.readable("", [PUBLIC, "team-a"]) == set()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from projections.runner import rebuild, shadow_digests, table_digests
-from service.access import PUBLIC, AccessDeniedError, AccessPolicy
-from service.spaces import MergeStrategy, Space, history, merge_versions, publish, revision, version_of
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
+from service.teams.access import PUBLIC, AccessDeniedError, AccessPolicy
+from service.teams.spaces import MergeStrategy, Space, history, merge_versions, publish, revision, version_of
 
 
 def _events(store, since: int):  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.beliefs import claim_key
-from service.belief import harvest_knowledge
-from service.belief_model import (
+from service.beliefs.commands import harvest_knowledge
+from service.beliefs.model import (
     _TIER_STRENGTH,
     MODEL_ASSERTION,
     MODEL_ASSERTION_CAP,
@@ -24,7 +24,7 @@ from service.belief_model import (
     credence_from_history,
     raw_entries,
 )
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
 
 STRONG = [t for t in TIERS if t != MODEL_ASSERTION]
 weights = st.floats(min_value=0.0, max_value=5.0, allow_nan=False)

@@ -108,7 +108,7 @@ def test_from_json_never_fails_with_anything_but_value_error(d: dict) -> None:
 
 
 def test_only_ids_the_item_generated_are_marked_generated() -> None:
-    from service.items import is_generated_id
+    from service.domain.items import is_generated_id
 
     made = SubstrateItem(kind="text", text="x")
     assert is_generated_id(made.id) and isinstance(made.id, str)

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.events import _normalize, normalize_json
+from service.domain.events import _normalize, normalize_json
 
 _scalars = (
     st.none()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.validation import InvalidArgument, require_finite
+from service.domain.validation import InvalidArgument, require_finite
 
 
 @pytest.mark.parametrize("value", [np.float32(0.5), np.float64(0.5), np.int64(2), Fraction(1, 2), 3, 0.25])

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.items import SubstrateItem
-from service.secret_rules import RULES, is_placeholder, low_entropy
-from service.security import (
+from service.domain.items import SubstrateItem
+from service.guard.rules import RULES, is_placeholder, low_entropy
+from service.guard.secrets import (
     SecretFinding,
     SecretPolicyError,
     SecretScan,

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import secret_rules, security
-from service.items import SubstrateItem
-from service.secret_rules import _KEY_TAIL, _NOT_SECRET_KEY, RULES, keyword_pattern, sensitive_key, triggered
-from service.security import (
+from service.domain.items import SubstrateItem
+from service.guard import rules as secret_rules
+from service.guard import secrets as security
+from service.guard.rules import _KEY_TAIL, _NOT_SECRET_KEY, RULES, keyword_pattern, sensitive_key, triggered
+from service.guard.secrets import (
     SecretPolicyError,
     _reference_scan,
     _serialized,
@@ -26,7 +27,7 @@ from service.security import (
     redact_secrets,
     scan_item,
 )
-from tests.unit.test_security import (
+from tests.unit.guard.test_security import (
     B62,
     B64,
     BASIC,

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.http_errors import ProblemError
-from service.http_items import _decode_cursor, _encode_cursor
-from service.http_models import storable
-from service.http_views import parse_as_of
+from service.http.errors import ProblemError
+from service.http.items import _decode_cursor, _encode_cursor
+from service.http.models import storable
+from service.http.views import parse_as_of
 
 
 @given(st.integers(min_value=0, max_value=2**62 - 1))

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.cli_ingest import parse_duration
-from service.ingest_batch import IngestReceipt, stable_id
-from service.ingest_formats import (
+from service.cli.ingest import parse_duration
+from service.domain.validation import InvalidArgument
+from service.ingest.batch import IngestReceipt, stable_id
+from service.ingest.formats import (
     Bad,
     detect_format,
     doc_fields,
@@ -23,7 +24,6 @@ from service.ingest_formats import (
     record_fields,
     trace_fields,
 )
-from service.validation import InvalidArgument
 
 line_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=30)
 json_values = st.recursive(

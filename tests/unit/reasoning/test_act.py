@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from service.act import (
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.reasoning.act import (
     Action,
     Investigation,
     Step,
@@ -22,9 +24,7 @@ from service.act import (
     score_action,
     simulate_action,
 )
-from service.items import SubstrateItem
-from service.reasoner import Reasoner
-from service.validation import InvalidArgument
+from service.reasoning.reasoner import Reasoner
 
 
 class FakeSubstrate:

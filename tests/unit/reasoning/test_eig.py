@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from service.context import ContextPacket
-from service.eig import (
+from service.domain.items import SubstrateItem
+from service.reasoning.eig import (
     CategoricalBelief,
     EigRetrieval,
     EvidenceOutcome,
@@ -17,8 +17,8 @@ from service.eig import (
     SkippedCandidate,
     eig_retrieve,
 )
-from service.items import SubstrateItem
-from service.retrieve import Retrieval
+from service.retrieval.context import ContextPacket
+from service.retrieval.retrieve import Retrieval
 
 
 class FakeSubstrate:

@@ -8,16 +8,16 @@ import re
 
 import pytest
 
-from service.corroborate import default_corroborates
-from service.factuality import (
+from service.beliefs.corroborate import default_corroborates
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.reasoning.factuality import (
     ClaimVerdict,
     Corroboration,
     FactualityReceipt,
     check_factuality,
     sentence_claims,
 )
-from service.items import SubstrateItem
-from service.validation import InvalidArgument
 
 
 class FakeSubstrate:

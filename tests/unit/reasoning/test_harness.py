@@ -7,9 +7,11 @@ import re
 
 import pytest
 
-import service.harness as harness_module
-from service.act import Action
-from service.harness import (
+import service.reasoning.harness as harness_module
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.reasoning.act import Action
+from service.reasoning.harness import (
     Harness,
     HarnessResult,
     find_harnesses,
@@ -17,9 +19,7 @@ from service.harness import (
     register_harness,
     support_triage_harness,
 )
-from service.items import SubstrateItem
-from service.reasoner import Reasoner
-from service.validation import InvalidArgument
+from service.reasoning.reasoner import Reasoner
 
 SECRET = re.compile(r"sk-[A-Za-z0-9]{8,}")
 
@@ -225,9 +225,9 @@ def test_an_unrestricted_harness_registers_allowed_kinds_as_none():
 
 
 def test_real_security_module_masks_secrets(monkeypatch):
-    security = pytest.importorskip("service.security")
+    security = pytest.importorskip("service.guard.secrets")
     if not hasattr(security, "detect_secrets"):
-        pytest.skip("service.security has no detector yet")
+        pytest.skip("service.guard.secrets has no detector yet")
     monkeypatch.undo()
     token = "ghp_" + "a1B2c3D4e5" * 4
     leaky = Action("leaky", "compute", lambda q: [f"token={token}"], description="tickets")

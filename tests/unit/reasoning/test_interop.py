@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from service.act import investigate
-from service.interop import Confidence, ExternalAnswer, ExternalModel, _semantic_entropy, external_action
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
+from service.reasoning.act import investigate
+from service.reasoning.interop import Confidence, ExternalAnswer, ExternalModel, _semantic_entropy, external_action
 
 
 def steady(prompt):

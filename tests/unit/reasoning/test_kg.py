@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.act import investigate, score_action
-from service.kg import kg_action, link_entities, retrieve_triples
-from service.validation import InvalidArgument
+from service.domain.validation import InvalidArgument
+from service.reasoning.act import investigate, score_action
+from service.reasoning.kg import kg_action, link_entities, retrieve_triples
 
 TRIPLES = [
     ("ada", "lives_in", "new york city"),

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from service.act import Action
-from service.factuality import FactualityReceipt
-from service.items import SubstrateItem
-from service.reasoner import Reasoner
-from service.validation import InvalidArgument
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.reasoning.act import Action
+from service.reasoning.factuality import FactualityReceipt
+from service.reasoning.reasoner import Reasoner
 
 
 class FakeSubstrate:

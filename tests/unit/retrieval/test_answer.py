@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from service.answer import Answer, answer_from_substrate
-from service.context import ContextBudget, ContextPacket
-from service.items import SubstrateItem
+from service.domain.items import SubstrateItem
+from service.retrieval.answer import Answer, answer_from_substrate
+from service.retrieval.context import ContextBudget, ContextPacket
 from tests.unit.fakes import FakeSubstrate, Recorder
 
 

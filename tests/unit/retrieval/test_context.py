@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.context import (
+from service.domain.items import SubstrateItem
+from service.retrieval.context import (
     GENERIC_KNOWLEDGE_SCHEMA,
     PROPERTY_GRAPH_SCHEMA,
     SIGNAL_SCHEMA,
@@ -25,7 +26,6 @@ from service.context import (
     compress_text,
     substrate_item_to_knowledge_dict,
 )
-from service.items import SubstrateItem
 from tests.unit.fakes import FakeSubstrate, Recorder
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.context import ContextBudget, ContextPacket
-from service.items import SubstrateItem
-from service.multihop import HopChain, HopStep, multihop
+from service.domain.items import SubstrateItem
+from service.retrieval.context import ContextBudget, ContextPacket
+from service.retrieval.multihop import HopChain, HopStep, multihop
 from tests.unit.fakes import FakeSubstrate, Recorder
 
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from service.context import ContextBudget, ContextPacket
-from service.items import SubstrateItem
-from service.retrieve import Retrieval, RetrievedHit, retrieve
+from service.domain.items import SubstrateItem
+from service.retrieval.context import ContextBudget, ContextPacket
+from service.retrieval.retrieve import Retrieval, RetrievedHit, retrieve
 from tests.unit.fakes import BrokenTelemetry, FakeSubstrate, Recorder
 
 

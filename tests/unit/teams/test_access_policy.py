@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.access import PUBLIC, AccessDeniedError, AccessPolicy, visible_scopes
-from service.items import SubstrateItem
-from service.sharing import MergeStrategy, version_of
-from service.validation import InvalidArgument
+from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
+from service.teams.access import PUBLIC, AccessDeniedError, AccessPolicy, visible_scopes
+from service.teams.sharing import MergeStrategy, version_of
 
 names = st.sampled_from(["team-a", "team-b", "team-c", "ops"])
 
