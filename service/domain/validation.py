@@ -6,11 +6,9 @@ import math
 import numbers
 from typing import Any
 
+from service.domain.errors import InvalidArgument
+
 __all__ = ["InvalidArgument", "require_count", "require_finite", "require_name"]
-
-
-class InvalidArgument(ValueError, TypeError):
-    """A bad argument: both a ValueError and a TypeError, so either ``except`` catches it."""
 
 
 def require_count(value: Any, name: str = "k") -> int:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.domain.errors import SecretPolicyError
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument, require_count
 from service.guard import rules as secret_rules
@@ -33,28 +34,6 @@ SECRET_POLICIES = ("redact", "reject")
 # converges in one or two passes; the cap only turns a pathological (or self-matching custom) mask into an error.
 _MAX_PASSES = 8
 _PAIR_RULE = "sensitive_assignment"
-
-
-class SecretPolicyError(ValueError):
-    """A secret was found and could not be stored: policy "reject", or redaction did not reach a fixed point.
-
-    ``scan`` holds the findings (rule, offsets within the field, masked preview), ``rules`` and ``fields`` name
-    what matched where, ``item_id`` the item refused (None when not known)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        rules: list[str] | None = None,
-        fields: list[str] | None = None,
-        scan: SecretScan | None = None,
-        item_id: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.rules = list(rules or [])
-        self.fields = list(fields or [])
-        self.scan = scan if scan is not None else SecretScan()
-        self.item_id = item_id
 
 
 @dataclass(frozen=True)
@@ -191,6 +170,7 @@ def _redact(text: str, mask: str, keep_prefix: int, first: list[SecretFinding] |
             f"redaction did not reach a fixed point after {_MAX_PASSES} passes (rules {', '.join(rules)}); "
             "refusing to return text that still carries a secret",
             rules=rules,
+            scan=SecretScan(),
         )
     return out, count
 

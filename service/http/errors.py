@@ -13,9 +13,13 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.domain.errors import ConcurrencyError, ReadOnlyError
-from service.teams.access import AccessDeniedError
-from service.teams.governance import GovernanceAuthorizationError
+from service.domain.errors import (
+    AccessDeniedError,
+    ConcurrencyError,
+    GovernanceAuthorizationError,
+    ReadOnlyError,
+    SubstrateError,
+)
 
 __all__ = ["ProblemError", "bad_request", "forbidden", "install_handlers", "not_found", "problem_response"]
 
@@ -111,6 +115,9 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConcurrencyError, status(409))
     app.add_exception_handler(ReadOnlyError, status(409))
     app.add_exception_handler(KeyError, status(404))
+    # The rest of the service's own tree (bad input, refused secrets, snapshot rows): the detail names field and
+    # reason. Starlette picks the handler of the nearest class in the error's MRO, so the ones above win.
+    app.add_exception_handler(SubstrateError, status(422))
     # InvalidArgument, SecretPolicyError and the items' own ValueErrors: the detail names field and reason.
     app.add_exception_handler(ValueError, status(422))
     app.add_exception_handler(TypeError, status(422))

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from service.domain.errors import SnapshotError
 from service.domain.events import normalize_json
 from service.domain.items import SubstrateItem
 from service.store.eventread import PROGRESS_EVERY
@@ -15,16 +16,6 @@ from service.store.eventread import PROGRESS_EVERY
 __all__ = ["SNAPSHOT_NAME", "SnapshotError", "read_snapshot", "write_snapshot"]
 
 SNAPSHOT_NAME = "items.jsonl"
-_PREVIEW = 80
-
-
-class SnapshotError(ValueError):
-    """A snapshot row failed to parse or validate: names the file, the 1-based line and a preview."""
-
-    def __init__(self, path: Path, line: int, row: str, reason: str) -> None:
-        self.path, self.line, self.reason = str(path), line, reason
-        preview = row if len(row) <= _PREVIEW else row[:_PREVIEW] + "..."
-        super().__init__(f"{path}:{line}: {reason}: {preview!r}")
 
 
 def write_snapshot(root: Path, items: Iterable[SubstrateItem], progress: Callable[[int], None] | None = None) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from service.domain.errors import ConcurrencyError, ReadOnlyError
+from service.domain.errors import AccessDeniedError, ConcurrencyError, ReadOnlyError
 from service.domain.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
@@ -36,29 +36,6 @@ ACCESS_MODES = ("read", "write", "readwrite")
 def _absent(name: Any) -> bool:
     """Whether ``name`` is no name at all (None, empty or blank): an identity no policy can ever authorize."""
     return name is None or (isinstance(name, str) and not name.strip())
-
-
-class AccessDeniedError(PermissionError):
-    """Raised when a principal is not authorized for the scope it tried to read, write, or publish."""
-
-    def __init__(
-        self, principal: str | None, scope: str | None = None, mode: str | None = None, detail: str = ""
-    ) -> None:
-        self.principal = principal
-        self.scope = scope
-        self.mode = mode
-        if scope is None and mode is None:  # AccessDeniedError("message"), as a PermissionError is raised
-            self.principal = None
-            super().__init__(principal if principal is not None else "access denied")
-            return
-        if _absent(principal):
-            msg = (
-                f"an empty or missing principal ({principal!r}) may not {mode} scope {scope!r}; "
-                "a non-empty, authenticated principal is required"
-            )
-        else:
-            msg = f"principal {principal!r} may not {mode} scope {scope!r}"
-        super().__init__(f"{msg}: {detail}" if detail else msg)
 
 
 def _require_principal(by: Any, scope: str, mode: str, *, name: str = "by", detail: str = "") -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from projections import loads
-from service.domain.errors import ConcurrencyError
+from service.domain.errors import ApprovalRedirectError, ConcurrencyError, GovernanceAuthorizationError
 from service.domain.events import (
     ApproverGranted,
     ItemPublished,
@@ -52,25 +52,6 @@ __all__ = [
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
 PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
 PROPOSAL = "proposal"  # the provenance key holding its latest record
-
-
-class GovernanceAuthorizationError(PermissionError):
-    """Raised when an actor attempts a governance transition they are not authorized to make.
-
-    Built with (actor, scope, action[, detail]), or like any exception with just a message."""
-
-    def __init__(self, actor: str, scope: str = "", action: str = "", detail: str = "") -> None:
-        self.actor, self.scope, self.action = actor, scope, action
-        if not (scope or action):
-            super().__init__(actor)
-            return
-        msg = f"{actor!r} may not {action} in scope {scope!r}"
-        super().__init__(f"{msg}: {detail}" if detail else msg)
-
-
-class ApprovalRedirectError(GovernanceAuthorizationError, ValueError):
-    """approve(to=X) for an item proposed to another scope: an approval decides a proposal, it never redirects it.
-    Both a refused transition (PermissionError) and a bad argument (ValueError)."""
 
 
 @dataclass
