@@ -7,9 +7,10 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
 
 from projections import loads
 from projections.bulkwork import bulk_work
@@ -30,6 +31,9 @@ from service.store.timetravel import open_view, resolve_position
 __all__ = ["SecretPolicy", "Substrate"]
 
 SecretPolicy = Literal["redact", "reject"]
+_T = TypeVar("_T")
+_GET = text("SELECT doc::text FROM items WHERE id = :id")
+_GET_MANY = text("SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))")
 _POLICIES = ("redact", "reject")
 _BULK_CHUNK = 5000
 
@@ -53,6 +57,7 @@ class Substrate:
         *,
         secret_policy: SecretPolicy = "redact",
         url: str | None = None,
+        read_url: str | None = None,
         principal: str = "local",
         _database: Database | None = None,
     ) -> None:
@@ -62,7 +67,7 @@ class Substrate:
         self.principal = principal
         self.root = str(root) if root is not None else None
         self._owns_db = True
-        self._db = _database or open_database(url=url, root=root)
+        self._db = _database or open_database(url=url, root=root, read_url=read_url)
         self.engine = self._db.engine
         self._reads = reader(self.engine)  # single-statement reads: autocommit (see service.store.database.reader)
         self.events = EventStore(self.engine)
@@ -248,18 +253,14 @@ class Substrate:
         """A defensive copy of the stored item, or None."""
         if not isinstance(item_id, str):
             return None
-        with self._reads.connect() as c:
-            doc = c.execute(text("SELECT doc::text FROM items WHERE id = :id"), {"id": item_id}).scalar()
+        doc = self._reading(lambda c: c.execute(_GET, {"id": item_id}).scalar())
         return None if doc is None else _item_from_doc(doc)
 
     def get_many(self, ids: Sequence[str]) -> dict[str, SubstrateItem]:
         """The stored items among ``ids`` (one query), keyed by id."""
         if not ids:
             return {}
-        with self._reads.connect() as c:
-            rows = c.execute(
-                text("SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))"), {"ids": list(ids)}
-            ).all()
+        rows = self._reading(lambda c: c.execute(_GET_MANY, {"ids": list(ids)}).all())
         return {r[0]: _item_from_doc(r[1]) for r in rows}
 
     def all(self, *, kind: str | None = None, scope: str | None = None) -> list[SubstrateItem]:
@@ -272,7 +273,7 @@ class Substrate:
         """Stream the stored items in insertion order (filters applied in SQL)."""
         where, params = _item_filters(kind=kind, scope=scope, scopes=scopes)
         sql = text(f"SELECT doc::text FROM items WHERE {' AND '.join(where)} ORDER BY pos")
-        with self.engine.connect() as c:
+        with self._read_engine().connect() as c:
             for (doc,) in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
                 yield _item_from_doc(doc)
 
@@ -287,21 +288,38 @@ class Substrate:
         where.append("pos > :after")
         params.update(after=after, lim=limit + 1)
         sql = text(f"SELECT doc::text, pos FROM items WHERE {' AND '.join(where)} ORDER BY pos LIMIT :lim")
-        with self._reads.connect() as c:
-            rows = c.execute(sql, params).all()
+        rows = self._reading(lambda c: c.execute(sql, params).all())
         page = rows[:limit]
         nxt = int(page[-1][1]) if len(rows) > limit else None
         return [_item_from_doc(doc) for doc, _ in page], nxt
 
     def __len__(self) -> int:
-        with self._reads.connect() as c:
-            return int(c.execute(text("SELECT count(*) FROM items")).scalar_one())
+        return int(self._reading(lambda c: c.execute(text("SELECT count(*) FROM items")).scalar_one()))
 
     def __contains__(self, item_id: object) -> bool:
         if not isinstance(item_id, str):
             return False
-        with self._reads.connect() as c:
-            return c.execute(text("SELECT 1 FROM items WHERE id = :id"), {"id": item_id}).first() is not None
+        return self._reading(lambda c: c.execute(_GET, {"id": item_id}).first() is not None)
+
+    def _read_engine(self) -> Engine:
+        """Where this handle reads: the read replica once it holds this handle's last write (a bounded wait, see
+        service.store.replica), else the primary."""
+        replica = self._db.replica
+        return replica.engine if replica is not None and replica.holds(self.position) else self.engine
+
+    def _reading(self, read: Callable[[Connection], _T]) -> _T:
+        """``read`` on an autocommit connection where this handle reads (the primary if the replica fails it)."""
+        engine = self._read_engine()
+        if engine is self.engine:
+            with self._reads.connect() as c:
+                return read(c)
+
+        def on(target: Engine) -> _T:
+            with reader(target).connect() as c:
+                return read(c)
+
+        assert self._db.replica is not None  # the engine is the replica's
+        return self._db.replica.run(on, self.engine)
 
     # ----------------------------------------------------------------- search
     def reindex(self) -> None:
@@ -314,7 +332,10 @@ class Substrate:
         """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
         (a number, a dict of fields) ranks by lexical overlap alone."""
         require_count(k, "k")
-        return ranking.search(self.engine, query, k, kind=kind, scope=scope)
+        engine = self._read_engine()
+        if engine is self.engine or self._db.replica is None:
+            return ranking.search(engine, query, k, kind=kind, scope=scope)
+        return self._db.replica.run(lambda e: ranking.search(e, query, k, kind=kind, scope=scope), self.engine)
 
     # ----------------------------------------------------------------- persistence
     def _root_for(self, root: str | os.PathLike[str] | None) -> Path:

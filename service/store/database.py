@@ -23,6 +23,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from service.domain.validation import InvalidArgument
+from service.store.replica import READ_URL_ENV, Replica
 
 __all__ = ["Database", "embedded_server_url", "guard_parameters", "open_database", "upgrade"]
 
@@ -253,10 +254,13 @@ class Database:
     url: str
     root: str | None = None
     ephemeral: bool = False
+    replica: Replica | None = None  # a hot standby of this database that serves reads (service.store.replica)
     _finalizer: Any = field(default=None, repr=False)
 
     def close(self) -> None:
-        """Dispose the connection pool (and drop the database when it is ephemeral)."""
+        """Dispose the connection pools (and drop the database when it is ephemeral)."""
+        if self.replica is not None:
+            self.replica.close()
         if self._finalizer is not None:
             self._finalizer()
 
@@ -283,9 +287,23 @@ def _release_root(engine: Engine, key: str) -> None:
             pass
 
 
-def open_database(*, url: str | None = None, root: str | os.PathLike[str] | None = None) -> Database:
-    """Open (and migrate) the store: ``url``, else ``$SUBSTRATE_DATABASE_URL``, else ``root``, else ephemeral."""
+def open_database(
+    *, url: str | None = None, root: str | os.PathLike[str] | None = None, read_url: str | None = None
+) -> Database:
+    """Open (and migrate) the store: ``url``, else ``$SUBSTRATE_DATABASE_URL``, else ``root``, else ephemeral.
+
+    ``read_url`` (else ``$SUBSTRATE_READ_URL`` when the store is a URL's): a hot standby of it that serves reads.
+    """
     url = url or (os.environ.get(ENV_URL) if root is None else None)
+    if url:
+        read_url = read_url or os.environ.get(READ_URL_ENV)
+    db = _open_primary(url, root)
+    if read_url:
+        db.replica = Replica(_make_engine(read_url))
+    return db
+
+
+def _open_primary(url: str | None, root: str | os.PathLike[str] | None) -> Database:
     if url:
         engine = _make_engine(url)
         upgrade(engine)
