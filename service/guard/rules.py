@@ -12,6 +12,7 @@ import re._constants as _sre_constants
 import re._parser as _sre_parser
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "RULES",
@@ -21,8 +22,10 @@ __all__ = [
     "keyword_pattern",
     "low_entropy",
     "sensitive_key",
+    "sensitive_key_in_any",
     "sensitive_pair",
     "triggered",
+    "triggered_in_any",
 ]
 
 Span = tuple[int, int]
@@ -373,6 +376,16 @@ def sensitive_key(key: str) -> bool:
     if _KEY_TAIL_REVERSED.match(key[::-1]) is None:
         return False
     return _KEY_TAIL.search(key) is not None and _NOT_SECRET_KEY.search(key) is None
+
+
+# A credential word's tail right after a key's end, in the reversed keys joined: the search stops only at NUL.
+_ANY_KEY_TAIL_REVERSED = re.compile("\x00(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
+
+
+def sensitive_key_in_any(keys: list[str]) -> bool:
+    """Whether any of ``keys`` may be a sensitive_key (never False when one is), with one search: does some key end
+    as a credential word ends? The keys are joined, each followed by NUL, and the whole reversed."""
+    return bool(keys) and _ANY_KEY_TAIL_REVERSED.search(("\x00".join(keys) + "\x00")[::-1]) is not None
 
 
 def sensitive_pair(key: str, value: str) -> bool:
@@ -2278,7 +2291,13 @@ RULES: tuple[Rule, ...] = (
         ),
         anchors=(r"\.(?<=webhook\.)office\.com/webhookb2/",),
     ),
-    Rule("url_credentials", _regex(_URL_PASSWORD, check=_url_check), anchors=("/(?<=:/)/",)),
+    # The anchor is the scheme's '//' with the user-info after it (greedy: see _joinable), so a URL without a
+    # password (most of them) runs nothing.
+    Rule(
+        "url_credentials",
+        _regex(_URL_PASSWORD, check=_url_check),
+        anchors=(r"/(?<=:/)/[^\s:/@?#\[\]'\"<>]{0,128}:[^\s@/?#'\"<>]{1,256}@",),
+    ),
     # Credentials on a command line: curl/wget/httpie `-u user:pass`, `--user user:pass`, `--password value`.
     Rule(
         "cli_password",
@@ -2624,6 +2643,82 @@ def triggered(text: str) -> list[tuple[int, Rule]]:
         elif any(rx.match(reversed_text, q) is not None for q in reversed_spots):
             hits.add(i)
     return [(i, RULES[i]) for i in sorted(hits)]
+
+
+# What joins texts for triggered_in_any: a character no anchor or keyword can match, so a match inside one text is
+# also a match inside the joined text (see _joinable).
+_JOIN = "\x00"
+
+
+def _joinable(pattern: str) -> bool:
+    """Whether every match of ``pattern`` inside a text is also one inside any longer text holding it between two
+    _JOIN characters. A backtracking part may match _JOIN (it can still give it back); what cannot give back -- a
+    possessive repeat, an atomic group, a negative lookaround -- must not, and nothing may test a text's edge (^ $
+    \\A \\Z)."""
+    c = _sre_constants
+
+    def nul(op: Any, av: Any) -> bool:  # whether this one-character element matches _JOIN
+        if op is c.ANY or op is c.NOT_LITERAL:
+            return op is c.ANY or av != 0
+        if op is c.LITERAL:
+            return bool(av == 0)
+        if op is not c.IN:
+            return False
+        hit = any(
+            (o is c.LITERAL and a == 0) or (o is c.RANGE and a[0] == 0) or (o is c.CATEGORY and "NOT" in str(a))
+            for o, a in av
+        )
+        return hit != any(o is c.NEGATE for o, _ in av)
+
+    def ok(sub: Any, strict: bool) -> bool:
+        for op, av in sub:
+            if op is c.AT and av not in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
+                return False
+            if strict and nul(op, av):
+                return False
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                parts, inner = [av[2]], strict
+            elif op is c.POSSESSIVE_REPEAT:
+                parts, inner = [av[2]], True
+            elif op is c.SUBPATTERN:
+                parts, inner = [av[3]], strict
+            elif op is c.ATOMIC_GROUP:
+                parts, inner = [av], True
+            elif op is c.BRANCH:
+                parts, inner = list(av[1]), strict
+            elif op is c.ASSERT:
+                parts, inner = [av[1]], strict
+            elif op is c.ASSERT_NOT:
+                parts, inner = [av[1]], True
+            elif op is c.GROUPREF_EXISTS or op is c.GROUPREF:
+                return False
+            else:
+                continue
+            if not all(ok(p, inner) for p in parts):
+                return False
+        return True
+
+    return ok(_sre_parser.parse(pattern), False)
+
+
+# Checked once, at import: a future anchor that looks at a text's edge turns the joined search off, not wrong.
+_JOINABLE = _joinable(_ANY_ANCHOR.pattern) and _joinable(_ANY_KEYWORD.pattern) and _JOIN not in "".join(_ANY_LITERAL)
+
+
+def triggered_in_any(texts: list[str]) -> bool:
+    """Whether any of ``texts`` holds an anchor or keyword of some rule (any(triggered(t) for t in texts)), tested
+    with one search over them joined: a JSON value's many short strings cost one call, not one each. May answer
+    True when none does (a match across two texts); never False when one does."""
+    if not _JOINABLE:
+        return any(_anchored(t) for t in texts)
+    return _anchored(_JOIN.join(texts)) if texts else False
+
+
+def _anchored(text: str) -> bool:
+    """bool(triggered(text)), without naming the rules: the union of the anchors matches where one anchor does."""
+    if _ANY_ANCHOR.search(text) is not None or _has_literal(text):
+        return True
+    return (":" in text or "=" in text) and _ANY_KEYWORD.search(text[::-1]) is not None
 
 
 def _spots(union: re.Pattern[str], text: str, first: re.Match[str] | None) -> list[int] | None:

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import bisect
-import copy
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from service.domain.errors import SecretPolicyError
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument, require_count
 from service.guard import rules as secret_rules
-from service.guard.rules import RULES, Rule, sensitive_pair, triggered
+from service.guard.copying import copy_fields, deep_copy, gathered_copy
+from service.guard.findings import SecretFinding, SecretScan, preview
+from service.guard.rules import RULES, Rule, sensitive_key_in_any, sensitive_pair, triggered, triggered_in_any
 
 __all__ = [
     "SecretFinding",
     "SecretPolicyError",
     "SecretScan",
     "detect_secrets",
+    "guard_data",
     "redact_item",
     "redact_secrets",
     "safe_text",
@@ -34,56 +35,6 @@ SECRET_POLICIES = ("redact", "reject")
 # converges in one or two passes; the cap only turns a pathological (or self-matching custom) mask into an error.
 _MAX_PASSES = 8
 _PAIR_RULE = "sensitive_assignment"
-
-
-@dataclass(frozen=True)
-class SecretFinding:
-    """One detected secret: which rule matched, where, and a safe preview (the value stays masked)."""
-
-    rule: str
-    start: int
-    end: int
-    preview: str
-
-
-@dataclass
-class SecretScan:
-    """The result of scanning a text: whether anything leaked and every finding (iterable like a list of them)."""
-
-    findings: list[SecretFinding] = field(default_factory=list)
-
-    @property
-    def clean(self) -> bool:
-        """Whether the scan found no secrets."""
-        return not self.findings
-
-    def rules(self) -> list[str]:
-        """Return the sorted names of triggered secret-detection rules."""
-        return sorted({f.rule for f in self.findings})
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable scan summary."""
-        return {
-            "clean": self.clean,
-            "n_findings": len(self.findings),
-            "rules": self.rules(),
-            "findings": [{"rule": f.rule, "start": f.start, "end": f.end, "preview": f.preview} for f in self.findings],
-        }
-
-    def __iter__(self) -> Iterator[SecretFinding]:
-        return iter(self.findings)
-
-    def __len__(self) -> int:
-        return len(self.findings)
-
-    def __getitem__(self, index: int) -> SecretFinding:
-        return self.findings[index]
-
-
-def _preview(secret: str) -> str:
-    # At most a quarter of the secret (and never more than 4 chars) shows; the rest is starred.
-    keep = min(4, len(secret) // 4)
-    return secret[:keep] + "*" * min(max(len(secret) - keep, 1), 8)
 
 
 def _require_text(text: Any) -> str:
@@ -133,7 +84,7 @@ def _findings(text: str) -> list[SecretFinding]:
             continue
         starts.insert(i, start)
         ends.insert(i, end)
-        kept.append(SecretFinding(name, start, end, _preview(text[start:end])))
+        kept.append(SecretFinding(name, start, end, preview(text[start:end])))
     kept.sort(key=lambda f: f.start)
     return kept
 
@@ -202,27 +153,6 @@ def _serialized(payload: Any) -> str:
         return _INSERTION_JSON.encode(payload)
 
 
-# Immutable values copy.deepcopy returns as they are.
-_ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None)})
-_NOTHING = object()
-
-
-def _deepcopy(value: Any, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy(value, memo)``; a flat list or dict of immutables is copied directly, with the same memo entry."""
-    if type(value) in _ATOMIC:
-        return value
-    done = memo.get(id(value), _NOTHING)
-    if done is not _NOTHING:
-        return done
-    if type(value) is list and all(type(v) in _ATOMIC for v in value):
-        memo[id(value)] = flat_list = list(value)
-        return flat_list
-    if type(value) is dict and all(type(k) in _ATOMIC and type(v) in _ATOMIC for k, v in value.items()):
-        memo[id(value)] = flat_dict = dict(value)
-        return flat_dict
-    return copy.deepcopy(value, memo)
-
-
 class _Walk:
     """One pass over an item's surface, collecting (field, finding) hits and building the masked copy.
 
@@ -237,7 +167,7 @@ class _Walk:
 
     def own(self, value: Any) -> Any:
         """``value`` itself, or (when building an independent copy) a deep copy of it unless it is immutable."""
-        return value if self.memo is None else _deepcopy(value, self.memo)
+        return value if self.memo is None else deep_copy(value, self.memo)
 
     def masked(self, value: str, found: list[SecretFinding], where: str, *, key: bool = False) -> str:
         """``value`` with ``found`` (its findings) masked to a fixed point; the hits are recorded under ``where``."""
@@ -271,8 +201,8 @@ class _Walk:
                 found = _findings(key)
                 if found:
                     key = self.masked(key, found, where, key=True)
-            while key in out:  # two keys masked to the same text must not silently overwrite each other
-                key = f"{key}#"
+            if key in out:  # two keys masked to the same text must not silently overwrite each other
+                key = _free_key(out, key)
             child = f"{where}.{key}"
             if isinstance(v, str):
                 v = self.own(v)
@@ -281,7 +211,7 @@ class _Walk:
                     out[key] = self.masked(v, found, child)
                 elif isinstance(k, str) and sensitive_pair(k, v):
                     # {"password": <literal>}: neither string is a secret alone, but the serialized pair is.
-                    self.hits.append((child, SecretFinding(_PAIR_RULE, 0, len(v), _preview(v))))
+                    self.hits.append((child, SecretFinding(_PAIR_RULE, 0, len(v), preview(v))))
                     self.count += 1
                     out[key] = DEFAULT_MASK.replace("{rule}", _PAIR_RULE)
                 else:
@@ -289,6 +219,14 @@ class _Walk:
             else:
                 out[key] = self.value(v, child)
         return out
+
+
+def _free_key(taken: dict[Any, Any], key: str) -> str:
+    """``key#2``, ``key#3``, ...: the first not in ``taken`` (a masked key that collides keeps its own entry)."""
+    n = 2
+    while f"{key}#{n}" in taken:
+        n += 1
+    return f"{key}#{n}"
 
 
 def _walk_item(item: Any, memo: dict[int, Any] | None = None) -> tuple[_Walk, str, Any, list[str], list[SecretFinding]]:
@@ -325,20 +263,6 @@ def _refuse(hits: list[tuple[str, SecretFinding]], why: str, item_id: Any = None
     )
 
 
-def _copy_fields(item: SubstrateItem, skip: tuple[str, ...] = ()) -> tuple[SubstrateItem, dict[int, Any]]:
-    # copy.deepcopy(item) for a plain SubstrateItem (a new instance, its __dict__ deep-copied with one memo), except
-    # the ``skip`` fields, left None (in their place) for the caller to fill; also returns the memo to continue with.
-    out = object.__new__(SubstrateItem)
-    memo: dict[int, Any] = {id(item): out}
-    out.__dict__.update(
-        {
-            name: None if name in skip else v if type(v) in _ATOMIC else _deepcopy(v, memo)
-            for name, v in vars(item).items()
-        }
-    )
-    return out, memo
-
-
 def _masked_copy(item: SubstrateItem) -> tuple[SubstrateItem, _Walk, list[SecretFinding]]:
     # The reference path (and a subclass, which may customise copying): copy the item as it asks, then walk the copy.
     if _reference or type(item) is not SubstrateItem:
@@ -347,7 +271,7 @@ def _masked_copy(item: SubstrateItem) -> tuple[SubstrateItem, _Walk, list[Secret
         return out, walk, residue
     # item.copy() and a walk over the copy in one pass: the walk rebuilds text, payload and tags (deep-copying what
     # it does not rebuild, with the same memo), so only the other fields are copied up front.
-    out, memo = _copy_fields(item, ("text", "payload", "tags"))
+    out, memo = copy_fields(item, ("text", "payload", "tags"))
     walk, out.text, out.payload, out.tags, residue = _walk_item(item, memo)
     return out, walk, residue
 
@@ -374,7 +298,7 @@ def guard_item(item: SubstrateItem, policy: str) -> SubstrateItem:
     hits = walk.hits + [("payload", f) for f in residue]
     if hits:
         raise _refuse(hits, "secret_policy='reject'", getattr(item, "id", None))
-    return _copy_fields(item)[0] if type(item) is SubstrateItem and not _reference else item.copy()
+    return copy_fields(item)[0] if type(item) is SubstrateItem and not _reference else item.copy()
 
 
 def guard_view(item: SubstrateItem, policy: str) -> SubstrateItem:
@@ -385,6 +309,32 @@ def guard_view(item: SubstrateItem, policy: str) -> SubstrateItem:
     if walk.hits or residue:
         return guard_item(item, policy)  # the rare path: mask, or refuse, exactly as guard_item does
     return item
+
+
+def guard_data(value: Any, policy: str, *, field: str = "data") -> Any:
+    """Return ``value`` (JSON-like: dicts, lists, strings, ...) rebuilt with every secret in every string -- dict
+    keys and values, at any depth -- masked as redact_secrets masks it ("redact"), or refuse it ("reject").
+
+    A credential literal under a credential-named key ({"password": "..."}) is masked whole, as guard_item does.
+    Keys that mask to the same text keep both entries (``key#2``). Non-strings are returned as they are. The
+    refusal (SecretPolicyError) names each field's path under ``field`` (``data.item.provenance.url``) and the
+    rules, never the secret."""
+    if policy not in SECRET_POLICIES:
+        raise InvalidArgument(f"secret_policy must be 'redact' or 'reject', got {policy!r}")
+    if not isinstance(field, str):
+        raise InvalidArgument(f"field must be a str, got {type(field).__name__}")
+    if not _reference:
+        texts: list[str] = []
+        keys: list[str] = []
+        copied = gathered_copy(value, texts, keys, _SHORTEST_SECRET)
+        # The common case: no string holds any rule's anchor and no key names a credential, so nothing is a secret.
+        if not triggered_in_any(texts) and not sensitive_key_in_any(keys):
+            return copied
+    walk = _Walk()
+    out = walk.value(value, field)
+    if walk.hits and policy == "reject":
+        raise _refuse(walk.hits, "secret_policy='reject'")
+    return out
 
 
 def scan_substrate(substrate: Any, *, scope: str | None = None) -> dict[str, Any]:
