@@ -26,6 +26,7 @@ from service.store.database import Database, open_database, reader
 from service.store.eventread import PROGRESS_EVERY
 from service.store.eventstore import ChainReport, EventStore
 from service.store.export import SNAPSHOT_NAME, read_snapshot, write_snapshot
+from service.store.statistics import refresh_statistics
 from service.store.timetravel import open_view, resolve_position
 
 __all__ = ["SecretPolicy", "Substrate"]
@@ -187,6 +188,7 @@ class Substrate:
                 appender.finish()
         finally:
             appender.close()
+        refresh_statistics(self.engine, len(ids))
         return ids
 
     def _wrote(self, stored: Sequence[StoredEvent], _context: object) -> None:
@@ -390,6 +392,7 @@ class Substrate:
             stored = self.events.append(events, self.principal, conn=conn, progress=progress)
         if stored:
             self.position = stored[-1].seq
+            refresh_statistics(self.engine, len(stored))
         self.root = str(target)
 
     # ----------------------------------------------------------------- audit

@@ -20,6 +20,7 @@ from projections.bulkwork import bulk_work
 from service.domain.events import ItemPut, NewEvent, StoredEvent
 from service.domain.items import SubstrateItem
 from service.store.bulk_append import BulkAppender
+from service.store.statistics import refresh_statistics
 
 __all__ = ["BATCH_SIZE", "BatchWriter", "IngestFailure", "IngestReceipt", "Progress", "stable_id"]
 
@@ -211,6 +212,7 @@ class BatchWriter:
             self._appender.finish()
             self._appender = None
         self.close()
+        refresh_statistics(self.store.engine, len(self.receipt))
         if self.progress is not None and self._rows % 500:
             self.progress(self._rows % 500)
         return self.receipt
