@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from projections import beliefs, embeddings, governance, grants, history, items, revisions
+from projections import beliefs, embeddings, governance, grants, history, item_states, items, revisions
 from projections.canonical import clear_digest_memo
 from projections.projector import Projector, Statement
 
@@ -31,6 +31,7 @@ __all__ = [
 # Every projector, in the order an append or a replay applies them.
 PROJECTORS: tuple[Projector, ...] = (
     items.PROJECTOR,
+    item_states.PROJECTOR,
     beliefs.PROJECTOR,
     embeddings.SEARCH,
     embeddings.VECTORS,
