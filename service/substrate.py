@@ -21,6 +21,7 @@ from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_count
 from service.guard.secrets import guard_view
 from service.search import ranking
+from service.search.upkeep import note_search
 from service.store.bulk_append import BulkAppender
 from service.store.database import Database, open_database, reader
 from service.store.eventread import PROGRESS_EVERY
@@ -334,6 +335,7 @@ class Substrate:
         """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
         (a number, a dict of fields) ranks by lexical overlap alone."""
         require_count(k, "k")
+        note_search(scope)  # the background upkeep keeps the domains being searched current first
         engine = self._read_engine()
         if engine is self.engine or self._db.replica is None:
             return ranking.search(engine, query, k, kind=kind, scope=scope)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import signal
 import sys
 from typing import Any
 
 from service.cli.common import add_store_options, open_store, print_json
+from service.store.replica import READ_URL_ENV
 
-__all__ = ["register"]
+__all__ = ["register", "worker_app"]
+
+_WORKER_ENV = "SUBSTRATE_SERVE_WORKER"  # the options each worker process opens the store with (JSON)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -20,12 +25,55 @@ def _serve(args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; exit through SystemExit instead of dying from the
     # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
     signal.signal(signal.SIGTERM, _exit_on_signal)
-    app = create_app(lambda: open_store(args, create=True), background=args.background_interval or None)
-    # Never echo the URL: it may carry a password.
+    read_url = args.read_url or os.environ.get(READ_URL_ENV)
+    # Never echo a URL: it may carry a password.
     where = "the --url/$SUBSTRATE_DATABASE_URL database" if args.url or _env_url() else (args.root or ".substrate")
-    print(f"substrate: serving {where} on http://{args.host}:{args.port} (docs at /docs)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+    extra = (", reads on the --read-url replica" if read_url else "") + (
+        f", {args.workers} processes" if args.workers > 1 else ""
+    )
+    print(f"substrate: serving {where}{extra} on http://{args.host}:{args.port} (docs at /docs)", file=sys.stderr)
+    run: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": args.access_log,
+    }
+    if args.workers == 1:
+        app = create_app(lambda: open_store(args, create=True, read_url=read_url), background=args.background_interval)
+        uvicorn.run(app, **run)
+        return 0
+    # This process opens the store first: the embedded server is started, configured and migrated once, not by
+    # workers racing each other, and stays up while uvicorn replaces a worker that died.
+    store = open_store(args, create=True, read_url=read_url)
+    try:
+        os.environ[_WORKER_ENV] = json.dumps(
+            {"url": args.url, "root": args.root, "read_url": read_url, "background": args.background_interval}
+        )
+        uvicorn.run("service.cli.serve:worker_app", factory=True, workers=args.workers, **run)
+    finally:
+        store.close()
     return 0
+
+
+def worker_app() -> Any:
+    """The app of one ``serve --workers N`` process (uvicorn imports it by name in each), from the parent's options."""
+    from service.http.app import create_app
+
+    options = json.loads(os.environ[_WORKER_ENV])
+    args = argparse.Namespace(url=options["url"], root=options["root"])
+    return create_app(
+        lambda: open_store(args, create=True, read_url=options["read_url"]), background=options["background"]
+    )
+
+
+def _workers(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of processes: {value!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"must be 1 to 64 processes, got {n}")
+    return n
 
 
 def _interval(value: str) -> float:
@@ -43,8 +91,6 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
 
 
 def _env_url() -> str | None:
-    import os
-
     return os.environ.get("SUBSTRATE_DATABASE_URL")
 
 
@@ -111,7 +157,8 @@ def register(sub: Any) -> None:
         help="run the HTTP API (FastAPI + uvicorn)",
         description="Serve the HTTP API over the store (./.substrate on the embedded PostgreSQL by default, or "
         "$SUBSTRATE_DATABASE_URL). Every route except /healthz, /openapi.json and /docs needs "
-        "'Authorization: Bearer <token>' (see `substrate token create`).",
+        "'Authorization: Bearer <token>' (see `substrate token create`). When one machine is not enough: "
+        "--workers N processes, on as many machines as needed, over one primary and --read-url replicas.",
     )
     add_store_options(p)
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -129,7 +176,23 @@ def register(sub: Any) -> None:
         default=2.0,
         metavar="SECONDS",
         help="how often a background thread brings the search postings and embedders up to date, so "
-        "the first search after a burst of writes does not do it (default 2; 0 turns it off)",
+        "the first search after a burst of writes does not do it (default 2; 0 turns it off). With several "
+        "processes, one at a time does it (a PostgreSQL advisory lock; another takes over if it dies)",
+    )
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the port (default 1). They keep no state of their own: every "
+        "process (on this machine or others) serves every request",
+    )
+    p.add_argument(
+        "--read-url",
+        metavar="URL",
+        help="a PostgreSQL hot standby of the store's database: searches and item reads go there, writes to "
+        "the primary, so a read may trail a write by the replica's lag (milliseconds; default: "
+        "$SUBSTRATE_READ_URL)",
     )
     p.set_defaults(handler=_serve)
 

@@ -196,8 +196,16 @@ def _storable(scope: str | None) -> bool:
 def reindex(engine: Engine) -> list[str]:
     """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
     catch_up_engine(engine)
+    domains = stale_domains(engine)
+    for domain in domains:
+        refit(engine, domain)
+    return [_label(d) for d in domains]
+
+
+def stale_domains(engine: Engine) -> list[str]:
+    """The domains whose embedder is missing or older than the domain's text (as of the caught-up postings)."""
     with engine.connect() as c:
-        domains = [
+        return [
             r[0]
             for r in c.execute(
                 text(
@@ -207,9 +215,6 @@ def reindex(engine: Engine) -> list[str]:
                 {"v": VERSION},
             )
         ]
-    for domain in domains:
-        refit(engine, domain)
-    return [_label(d) for d in domains]
 
 
 def _label(domain: str) -> str:

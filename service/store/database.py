@@ -281,6 +281,7 @@ def _release_root(engine: Engine, key: str) -> None:
         del _root_users[key]
         server = _servers.pop(key, None)
     if server is not None:
+        _forget_dead_handles(Path(key))  # a killed sibling (a serve worker) must not keep the cluster up
         try:
             server.cleanup()  # pgserver stops the cluster once no other process holds it either
         except Exception:  # noqa: BLE001 - best effort: the cluster is stopped at exit anyway

@@ -65,13 +65,14 @@ class Server:
             self.proc.wait(timeout=10)
 
 
-def start_server(root: str, log_dir: Path) -> Server:
-    """Serve the persistent store at ``root``; returns once /healthz answers 200 (60 s at most)."""
+def start_server(root: str, log_dir: Path, *options: str) -> Server:
+    """Serve the persistent store at ``root`` (with more ``options``); returns once /healthz answers 200 (60 s at
+    most)."""
     port = free_port()
     log = log_dir / "server.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [*CLI, "serve", "--root", root, "--port", str(port), "--log-level", "warning"],
+            [*CLI, "serve", "--root", root, "--port", str(port), "--log-level", "warning", *options],
             stdout=fh,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
-from service.search.upkeep import BackgroundRunner
+from service.search import upkeep
+from service.search.upkeep import BackgroundRunner, note_search
 
 
 def _caught_up(store: Substrate) -> bool:
@@ -53,7 +54,7 @@ def test_a_failing_round_is_logged_and_the_thread_goes_on(store: Substrate, capl
     runner = BackgroundRunner(store.engine, interval=0.02)
     calls = []
 
-    def boom() -> None:
+    def boom(**_: object) -> None:
         calls.append(1)
         raise RuntimeError("database away")
 
@@ -69,3 +70,36 @@ def test_the_interval_must_be_positive(store: Substrate) -> None:
     for bad in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="interval"):
             BackgroundRunner(store.engine, interval=bad)
+
+
+def test_of_several_runners_on_one_database_exactly_one_works_and_another_takes_over(store: Substrate) -> None:
+    first, second = BackgroundRunner(store.engine), BackgroundRunner(store.engine)
+    try:
+        assert first.leading and not second.leading
+        assert first.leading and not second.leading  # held, not taken again
+        first.stop()  # as when its process exits or dies: the session ends and the lock with it
+        assert second.leading and not first.leading
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_the_domains_searched_lately_are_refitted_first_and_the_others_when_writes_pause(
+    store: Substrate, uid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hot, warm, cold = f"hot-{uid}", f"warm-{uid}", f"cold-{uid}"
+    for scope in (cold, warm, hot):
+        store.put_many(SubstrateItem(kind="text", text=f"note {i} on {scope} glaciers", scope=scope) for i in range(5))
+    note_search(warm)
+    note_search(hot)
+    fitted: list[str] = []
+    real = upkeep.refit
+    monkeypatch.setattr(upkeep, "refit", lambda engine, domain: (fitted.append(domain), real(engine, domain)))
+    runner = BackgroundRunner(store.engine, elect=False)
+    runner.run_once(everything=False)  # while writes go on: only the domains being searched, most recent first
+    assert fitted == [hot, warm]
+    assert _fitted(store, hot) and _fitted(store, warm) and not _fitted(store, cold)
+    fitted.clear()
+    runner.run_once()  # writes paused: the rest, the all-scopes domain (which HTTP never searches) last
+    assert fitted == [cold, ""]
+    assert _fitted(store, cold)
