@@ -187,9 +187,11 @@ def bench_reingest(store: Substrate, lines: int) -> dict[str, Any]:
         t = time.perf_counter()
         first = ingest_file(store, path, scope="reingest")
         t1 = time.perf_counter() - t
+        head = store.events.head()
         t = time.perf_counter()
         second = ingest_file(store, path, scope="reingest")
         t2 = time.perf_counter() - t
+        appended = store.events.head() - head
         with store.engine.connect() as c:
             live = c.execute(
                 text("SELECT count(*) FROM items WHERE doc->'provenance'->>'path' = :p"), {"p": str(path.resolve())}
@@ -200,6 +202,8 @@ def bench_reingest(store: Substrate, lines: int) -> dict[str, Any]:
         "first_new": first.n_new,
         "second": len(second),
         "second_revised": len(second.revised),
+        "second_unchanged": len(second.unchanged),
+        "second_appended": appended,
         "live": live,
         "first_s": t1,
         "second_s": t2,
@@ -276,7 +280,8 @@ def report(args: argparse.Namespace) -> str:
         "",
         f"Re-ingest: a {re_['lines']:,}-line file ingested twice -> first run {re_['first']:,} items "
         f"({re_['first_new']:,} new, {re_['first_s']:.2f}s), second run {re_['second']:,} items "
-        f"({re_['second_revised']:,} revised, {re_['second_s']:.2f}s), same ids: {re_['same_ids']}; "
+        f"({re_['second_unchanged']:,} unchanged, {re_['second_revised']:,} revised, "
+        f"{re_['second_appended']:,} events appended, {re_['second_s']:.2f}s), same ids: {re_['same_ids']}; "
         f"live items from the file: **{re_['live']:,}** (expected exactly {re_['lines']:,}).",
         END,
     ]

@@ -339,11 +339,14 @@ class BeliefOut(BaseModel):
 
 
 class IngestOut(BaseModel):
-    """The ingest receipt: counts, every failed line with its reason, the source label and the last position."""
+    """The ingest receipt: counts, every failed line with its reason, the source label and the last position.
+
+    ``unchanged`` lines were already stored with the same content: nothing was appended for them."""
 
     ingested: int
     new: int
     revised: int
+    unchanged: int
     failed: int
     failures: list[dict[str, Any]]
     position: int

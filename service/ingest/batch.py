@@ -22,16 +22,20 @@ from service.domain.items import SubstrateItem
 from service.store.bulk_append import BulkAppender
 from service.store.statistics import refresh_statistics
 
-__all__ = ["BATCH_SIZE", "BatchWriter", "IngestFailure", "IngestReceipt", "Progress", "stable_id"]
+__all__ = ["BATCH_SIZE", "BatchWriter", "IngestFailure", "IngestReceipt", "Progress", "same_content", "stable_id"]
 
 BATCH_SIZE = 4000  # measured: 1,000 -> 13.0k docs/s, 2,000 -> 14.6k, 4,000 -> 15.4k, 8,000 -> 14.3k
 Progress = Callable[[int], None]
-# For each id: its stream's version (0: none yet), whether it is a live item (a re-ingest revises it) and the
-# ingest revision its provenance records.
+# For each id: its stream's version (0: none yet), whether it is a live item (a re-ingest revises it), the
+# ingest revision its provenance records, and its document (a row whose content is unchanged is not written).
 _STATE = text(
     "SELECT u.id, coalesce((SELECT max(e.version) FROM events e WHERE e.stream = u.id), 0), i.id IS NOT NULL, "
-    "i.doc->'provenance'->'revision' FROM unnest(CAST(:ids AS text[])) AS u(id) LEFT JOIN items i ON i.id = u.id"
+    "i.doc->'provenance'->'revision', i.doc "
+    "FROM unnest(CAST(:ids AS text[])) AS u(id) LEFT JOIN items i ON i.id = u.id"
 )
+# What an ingest write stamps on its own, not part of what the row says: compared without them.
+_STAMPS = ("created_at",)
+_PROVENANCE_STAMPS = ("revision",)
 
 
 class IngestFailure(dict[str, Any]):
@@ -57,9 +61,11 @@ class IngestFailure(dict[str, Any]):
 
 
 class IngestReceipt(list[str]):
-    """The ingested item ids (a list), plus ``failed`` rows ({source, line, reason}) and which ids were revisions.
+    """The ingested item ids (a list), plus ``failed`` rows ({source, line, reason}), and which ids were revisions
+    or unchanged.
 
-    ``revised`` lists the ids that already existed (a re-ingest revised them); ``n_new`` counts the rest.
+    ``revised`` lists the ids that already existed with other content (a re-ingest revised them); ``unchanged``
+    the ids whose content was already stored as it is (nothing was appended for them); ``n_new`` counts the rest.
     ``position`` is the log position of the last batch appended.
     """
 
@@ -69,16 +75,18 @@ class IngestReceipt(list[str]):
         *,
         failed: Iterable[dict[str, Any]] = (),
         revised: Iterable[str] = (),
+        unchanged: Iterable[str] = (),
         position: int = 0,
     ) -> None:
         super().__init__(ids)
         self.failed: list[IngestFailure] = [f if isinstance(f, IngestFailure) else IngestFailure(f) for f in failed]
         self.revised: list[str] = list(revised)
+        self.unchanged: list[str] = list(unchanged)
         self.position = position
 
     @property
     def n_new(self) -> int:
-        return len(self) - len(self.revised)
+        return len(self) - len(self.revised) - len(self.unchanged)
 
     @property
     def ok(self) -> bool:
@@ -91,6 +99,7 @@ class IngestReceipt(list[str]):
             [*self, *other],
             failed=[*self.failed, *getattr(other, "failed", [])],
             revised=[*self.revised, *getattr(other, "revised", [])],
+            unchanged=[*self.unchanged, *getattr(other, "unchanged", [])],
             position=max(self.position, getattr(other, "position", 0)),
         )
 
@@ -100,13 +109,31 @@ class IngestReceipt(list[str]):
             "ingested": len(self),
             "new": self.n_new,
             "revised": len(self.revised),
+            "unchanged": len(self.unchanged),
             "failed": len(self.failed),
             "failures": list(self.failed),
             "position": self.position,
         }
 
     def __repr__(self) -> str:
-        return f"IngestReceipt({list.__repr__(self)}, failed={self.failed!r}, revised={len(self.revised)})"
+        return (
+            f"IngestReceipt({list.__repr__(self)}, failed={self.failed!r}, revised={len(self.revised)}, "
+            f"unchanged={len(self.unchanged)})"
+        )
+
+
+def same_content(new: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """Whether an ingested row says what the stored item says: equal but for the stamps an ingest adds itself
+    (the time it was made, the ingest revision)."""
+    return _content(new) == _content(stored)
+
+
+def _content(doc: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in doc.items() if k not in _STAMPS}
+    prov = out.get("provenance")
+    if isinstance(prov, dict):
+        out["provenance"] = {k: v for k, v in prov.items() if k not in _PROVENANCE_STAMPS}
+    return out
 
 
 def stable_id(scope: str, source: str, position: Any) -> str:
@@ -128,6 +155,8 @@ class BatchWriter:
         self._last_ids: set[str] = set()  # the batch last handed over (maybe not committed yet)
         self._revisions: dict[str, int] = {}  # the revision this ingest last gave each id
         self._bulk = ExitStack()
+        self._held: list[list[str]] = []  # unchanged batches waiting for the batch in flight to be counted
+        self._uncounted = 0  # batches handed to the appender and not yet counted on the receipt
 
     def fail(self, line: int | None, reason: str, source: str | None = None) -> None:
         self.receipt.failed.append(IngestFailure(source=source or self.source, line=line, reason=reason))
@@ -165,9 +194,24 @@ class BatchWriter:
         ids = [d["id"] for d in batch]
         with self.store._reads.connect() as c:
             rows = c.execute(_STATE, {"ids": list(dict.fromkeys(ids))}).all()
+        in_flight = self._last_ids.intersection(ids)  # written by the batch in flight: not in `items` yet
+        stored = {r[0]: r[4] for r in rows if r[2] and r[0] not in in_flight}
+        # Idempotent: a row whose content is stored as it is appends nothing (it is counted as unchanged).
+        unchanged = [d["id"] for d in batch if d["id"] in stored and same_content(d, stored[d["id"]])]
+        every = ids
+        if unchanged:
+            skip = set(unchanged)
+            batch = [d for d in batch if d["id"] not in skip]
+            ids = [d["id"] for d in batch]
+            if not batch:  # counted after the batch in flight, if any, so the receipt keeps the rows' order
+                if self._uncounted:
+                    self._held.append(unchanged)
+                else:
+                    self._count(every, [], set(), unchanged)
+                return
         versions = {r[0]: int(r[1]) for r in rows if r[1]}
         existing = {r[0] for r in rows if r[2]}
-        existing |= self._last_ids.intersection(ids)  # written by the batch in flight
+        existing |= in_flight
         self._last_ids = set(ids)
         recorded = {r[0]: r[3] for r in rows if r[2]}
         for d in batch:
@@ -175,9 +219,10 @@ class BatchWriter:
         if self._appender is None:
             self.store._writable()
             self._appender = BulkAppender(self.store.events, self.store.principal, self._written)
+        self._uncounted += 1
         self._appender.submit(
             [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in batch],
-            (ids, existing),
+            (every, ids, existing, unchanged),
             versions=versions,
         )
 
@@ -190,14 +235,27 @@ class BatchWriter:
         self._revisions[item_id] = revision = (last or 0) + 1
         return revision
 
-    def _written(self, stored: Sequence[StoredEvent], context: tuple[list[str], set[str]]) -> None:
-        ids, existing = context
-        for i in ids:
+    def _written(
+        self, stored: Sequence[StoredEvent], context: tuple[list[str], list[str], set[str], list[str]]
+    ) -> None:
+        self._uncounted -= 1
+        self._count(*context)
+        self.store.position = self.receipt.position = stored[-1].seq
+        self._release_held()
+
+    def _count(self, every: list[str], written: list[str], existing: set[str], unchanged: list[str]) -> None:
+        """Count a committed batch on the receipt: ``every`` id in row order, the ``written`` ones new or revised."""
+        for i in written:
             if i in existing:
                 self.receipt.revised.append(i)
             existing.add(i)  # a repeated id later in the same batch is a revision of this one
-        self.receipt.extend(ids)
-        self.store.position = self.receipt.position = stored[-1].seq
+        self.receipt.unchanged.extend(unchanged)
+        self.receipt.extend(every)
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, []
+        for unchanged in held:
+            self._count(unchanged, [], set(), unchanged)
 
     def close(self) -> None:
         """Drop rows not yet handed over (an error is unwinding: only whole, committed batches count)."""
@@ -211,6 +269,7 @@ class BatchWriter:
         if self._appender is not None:
             self._appender.finish()
             self._appender = None
+        self._release_held()
         self.close()
         refresh_statistics(self.store.engine, len(self.receipt))
         if self.progress is not None and self._rows % 500:

@@ -157,8 +157,14 @@ def test_ingest_streams_jsonl_reports_bad_lines_and_revises_on_reupload(
     receipt = r.json()
     assert (receipt["ingested"], receipt["new"], receipt["failed"]) == (4, 4, 1)
     assert receipt["failures"][0]["line"] == 5 and "invalid JSON" in receipt["failures"][0]["reason"]
+    head = alice.get("/v1/events", params={"after": 0, "limit": 1000}).json()
     again = alice.post("/v1/ingest", params=params, content=body).json()
-    assert (again["ingested"], again["revised"]) == (4, 4)
+    # the same upload again appends nothing: every line's content is stored as it is
+    assert (again["ingested"], again["unchanged"], again["revised"], again["new"]) == (4, 4, 0, 0)
+    assert alice.get("/v1/events", params={"after": 0, "limit": 1000}).json() == head
+    edited = body.replace(f"doc two {uid}".encode(), f"doc two, edited {uid}".encode())
+    third = alice.post("/v1/ingest", params=params, content=edited).json()
+    assert (third["unchanged"], third["revised"]) == (3, 1)
     texts = [
         h["item"]["text"] for h in alice.post("/v1/search", json={"query": f"leak {uid} doc", "k": 10}).json()["hits"]
     ]

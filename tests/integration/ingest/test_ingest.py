@@ -59,6 +59,33 @@ def test_reingesting_a_source_revises_the_same_ids_instead_of_duplicating(store)
     assert other[0] != first[0] and len(store) == 3  # another scope never overwrites this one's items
 
 
+def test_reingesting_unchanged_content_appends_nothing(store) -> None:  # type: ignore[no-untyped-def]
+    docs = [f"line {n}" for n in range(9)]
+    first = ingest_documents(store, docs, source="notes")
+    head = store.events.head()
+    again = ingest_documents(store, docs, source="notes")
+    assert list(again) == list(first) and again.unchanged == list(first) and again.revised == []
+    assert again.as_dict()["unchanged"] == 9 and again.n_new == 0 and store.events.head() == head
+    edited = [*docs[:4], "line 4, edited", *docs[5:], "line 9"]
+    third = ingest_documents(store, edited, source="notes")
+    assert list(third) == [*first, third[-1]]  # the row order, whatever was or was not written
+    assert third.revised == [first[4]] and len(third.unchanged) == 8 and third.n_new == 1
+    assert store.events.head() == head + 2 and store.get(first[4]).provenance["revision"] == 2
+    store.update(first[0], tags=["reviewed"])  # changed in the store since: the ingest puts the row back
+    assert ingest_documents(store, docs, source="notes").revised == [first[0], first[4]]
+
+
+def test_unchanged_batches_keep_the_receipts_row_order(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import service.ingest.batch as batch
+
+    monkeypatch.setattr(batch, "BATCH_SIZE", 3)  # batches: 3 unchanged, 3 changed, 3 unchanged, 3 new
+    docs = [f"doc {n}" for n in range(9)]
+    first = ingest_documents(store, docs, source="s")
+    again = ingest_documents(store, [*docs[:3], "x3", "x4", "x5", *docs[6:], "n9", "n10", "n11"], source="s")
+    assert list(again)[:9] == list(first) and len(again) == 12
+    assert again.unchanged == [*first[:3], *first[6:]] and again.revised == first[3:6] and again.n_new == 3
+
+
 def test_each_ingest_of_a_record_counts_its_revision_in_provenance(store) -> None:  # type: ignore[no-untyped-def]
     first = ingest_documents(store, ["one", "two"], source="notes")
     assert [store.get(i).provenance["revision"] for i in first] == [1, 1]
