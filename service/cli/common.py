@@ -1,4 +1,4 @@
-"""What every command shares: opening the store named by --url/--root, and printing JSON."""
+"""What every command shares: opening the store named by --url/--root, showing its URL, and printing JSON."""
 
 from __future__ import annotations
 
@@ -9,15 +9,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_store_options", "open_store", "print_json"]
+__all__ = [
+    "NoStore",
+    "add_store_options",
+    "display_url",
+    "open_store",
+    "print_json",
+    "print_json_line",
+    "store_exists",
+]
+
+
+class NoStore(FileNotFoundError):
+    """A reading command named a root that holds no store: it is refused instead of made."""
+
+
+def store_exists(root: Path) -> bool:
+    """Whether ``root`` holds a store: its embedded cluster, or an ``items.jsonl`` a new store would adopt."""
+    from service.store.export import SNAPSHOT_NAME
+
+    return (root / "pgdata" / "PG_VERSION").is_file() or (root / SNAPSHOT_NAME).is_file()
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> Any:
     """The store a command works on: --url, else $SUBSTRATE_DATABASE_URL, else --root (default ./.substrate).
 
-    A root that does not exist yet becomes a new, empty store. For a command that only reads (not ``create``)
-    that is said on stderr: a mistyped --root would otherwise be verified, searched or exported as an empty store
-    without a word.
+    Only a command that writes (``create``) makes a new store at a root that holds none. A command that only
+    reads refuses with NoStore (exit 2), so one run from the wrong directory, or given a mistyped --root, neither
+    reports on an empty store nor leaves a new cluster behind.
     """
     from service.substrate import Substrate
 
@@ -25,15 +44,23 @@ def open_store(args: argparse.Namespace, *, create: bool = False, **kw: Any) -> 
     if url:
         return Substrate(url=url, **kw)
     root = Path(getattr(args, "root", None) or ".substrate")
-    new = not root.exists()
-    store = Substrate(root=str(root), **kw)
-    if new and not create:
-        print(
-            f"substrate: note: there was no store at {root.resolve()}; this is a new, empty one "
-            "(give --root or --url to use another)",
-            file=sys.stderr,
+    if not create and not store_exists(root):
+        raise NoStore(
+            f"there is no store at {root.resolve()}; give --root DIR or --url (or $SUBSTRATE_DATABASE_URL), "
+            "or create one there with `substrate db upgrade --root DIR`"
         )
-    return store
+    return Substrate(root=str(root), **kw)
+
+
+def display_url(url: str, *, password: bool = False) -> str:
+    """``url`` as a person or libpq reads it: no SQLAlchemy driver suffix, the password masked unless asked."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    u = u.set(drivername=u.drivername.split("+", 1)[0])
+    if not u.password:
+        u = u._replace(password=None)  # pgserver's "user:@" (an empty password) is no password
+    return u.render_as_string(hide_password=not password)
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -43,6 +70,11 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
 
 
 def print_json(value: Any) -> None:
-    """Pretty JSON on stdout."""
+    """Pretty JSON on stdout: for one report."""
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def print_json_line(value: Any) -> None:
+    """One compact JSON object on one line (JSON Lines): for outputs that stream one record at a time."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":")) + "\n")

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.cli.common import add_store_options, open_store, print_json
+from service.cli.common import add_store_options, display_url, open_store, print_json, print_json_line
 from service.store.export import SNAPSHOT_NAME
 
 __all__ = ["register"]
@@ -16,7 +16,7 @@ __all__ = ["register"]
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     store = open_store(args, create=True)  # opening runs the migrations
-    print(f"schema is at head on {store.url.split('@')[-1]}")
+    print(f"schema is at head on {display_url(store.url)}")
     store.close()
     return 0
 
@@ -141,7 +141,7 @@ def _events(args: argparse.Namespace) -> int:
     rows = store.events.read(since=args.since, stream=args.stream, types=types, limit=args.limit)
     for e in rows:
         if args.json:
-            print_json(e.as_dict())
+            print_json_line(e.as_dict())
         else:
             when = e.recorded_at.isoformat(timespec="seconds") if e.recorded_at else ""
             print(f"{e.seq:>8}  {when}  {e.type:<20} {e.stream}  v{e.version}  by {e.principal}  [{e.scope}]")
@@ -213,5 +213,5 @@ def register(sub: Any) -> None:
     p.add_argument("--since", type=int, default=0, help="only events with seq greater than this")
     p.add_argument("--type", help="only events of this type (e.g. ItemPut)")
     p.add_argument("--limit", type=int, default=None, help="print at most this many events")
-    p.add_argument("--json", action="store_true", help="one JSON object per event")
+    p.add_argument("--json", action="store_true", help="one JSON object per event, one per line (JSON Lines)")
     p.set_defaults(handler=_events)

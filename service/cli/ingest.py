@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from service.cli.common import add_store_options, open_store, print_json
 
-__all__ = ["expand_paths", "parse_duration", "register"]
+__all__ = ["Walk", "expand_paths", "parse_duration", "register"]
 
 _WALKED_EXTENSIONS = (".txt", ".md", ".jsonl", ".csv")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -28,20 +29,53 @@ def parse_duration(value: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def expand_paths(paths: list[str], *, every_file: bool) -> Iterator[Path]:
-    """Each file given, and every (non-hidden) file under each folder given, recursively, in sorted order."""
+@dataclass
+class Walk:
+    """What a walk over the given paths found: the files to ingest, and what it left out (said, never silent)."""
+
+    files: list[Path] = field(default_factory=list)
+    hidden: list[Path] = field(default_factory=list)  # dot-files and dot-folders not entered
+    other: list[Path] = field(default_factory=list)  # files of a format ingest does not read from a folder
+
+    def skipped(self) -> str:
+        """One line saying what was left out and how to include it ("" when nothing was)."""
+        parts = []
+        if self.hidden:
+            parts.append(f"{len(self.hidden):,} hidden file(s)/folder(s) (add --hidden to include them)")
+        if self.other:
+            exts = sorted({p.suffix.lower() or "(none)" for p in self.other})
+            shown = ", ".join(exts[:6]) + (", ..." if len(exts) > 6 else "")
+            parts.append(f"{len(self.other):,} file(s) of other types [{shown}] (give --kind to read every file)")
+        return "skipped " + " and ".join(parts) if parts else ""
+
+
+def expand_paths(paths: list[str], *, every_file: bool, hidden: bool = False) -> Walk:
+    """Each file given, and every file under each folder given, recursively, in sorted order; dot-files and
+    dot-folders only with ``hidden``, and only .txt/.md/.jsonl/.csv files unless ``every_file``."""
+    walk = Walk()
     for raw in paths:
         p = Path(raw)
         if not p.is_dir():
-            yield p
+            walk.files.append(p)
             continue
         for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            here = Path(dirpath)
+            if not hidden:
+                walk.hidden.extend(here / d for d in dirnames if d.startswith("."))
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            dirnames.sort()
             for name in sorted(filenames):
-                if name.startswith("."):
-                    continue
-                if every_file or name.lower().endswith(_WALKED_EXTENSIONS):
-                    yield Path(dirpath) / name
+                if name.startswith(".") and not hidden:
+                    walk.hidden.append(here / name)
+                elif every_file or name.lower().endswith(_WALKED_EXTENSIONS):
+                    walk.files.append(here / name)
+                else:
+                    walk.other.append(here / name)
+    return walk
+
+
+def _missing_paths(paths: list[str]) -> list[str]:
+    return [p for p in paths if not os.path.lexists(p)]
 
 
 def _count_lines(path: Path) -> int:
@@ -81,11 +115,20 @@ def _progress(enabled: bool) -> Any:
 def _ingest(args: argparse.Namespace) -> int:
     from service.ingest.sources import IngestReceipt, ingest_artifacts, ingest_file
 
+    missing = _missing_paths(args.paths)
+    if missing:  # before the store is opened (or made): nothing to do, and the format of nothing is no question
+        raise FileNotFoundError("no such file or directory: " + ", ".join(missing))
     every_file = args.kind is not None
     if args.kind in ("artifact", "artifacts"):
-        files = [Path(p) for p in args.paths]
+        walk = Walk(files=[Path(p) for p in args.paths])
     else:
-        files = list(expand_paths(args.paths, every_file=every_file))
+        walk = expand_paths(args.paths, every_file=every_file, hidden=args.hidden)
+    files = walk.files
+    if walk.skipped():
+        print(f"substrate ingest: {walk.skipped()}", file=sys.stderr)
+    if not files:
+        print("substrate ingest: error: no file to ingest under " + ", ".join(args.paths), file=sys.stderr)
+        return 1
     if args.source is not None and len(files) != 1:
         raise ValueError(f"--source names one source, but {len(files)} files were given; drop it to use each path")
     store = open_store(args, create=True)
@@ -131,7 +174,8 @@ def _print_receipt(receipt: Any, n_files: int, seconds: float) -> None:
     rate = len(receipt) / seconds if seconds else 0.0
     print(
         f"ingested {len(receipt):,} items from {n_files} file(s) in {seconds:.2f}s ({rate:,.0f} items/s): "
-        f"{receipt.n_new:,} new, {len(receipt.revised):,} revised, {len(receipt.failed):,} failed"
+        f"{receipt.n_new:,} new, {len(receipt.revised):,} revised, {len(receipt.unchanged):,} unchanged, "
+        f"{len(receipt.failed):,} failed"
     )
     for f in receipt.failed[:_SHOWN_FAILURES]:
         print(f"  failed {_where(f)}: {f['reason']}")
@@ -190,9 +234,11 @@ def register(sub: Any) -> None:
         description="Ingest files, and folders recursively (their .txt/.md/.jsonl/.csv files; every file with "
         "--kind). .txt/.md: one text item per non-blank line; .jsonl: one item per line (a string or "
         '{"text": ...} is a text item, any other object a record); .csv: one record per row keyed by the header. '
-        "Item ids derive from (scope, source, line), so ingesting a file again revises its items instead of "
-        "duplicating them. Shows a progress bar, then a receipt: ingested, new, revised, and every failed row as "
-        "file:line. Exit 0 when every row was ingested, 1 when some failed.",
+        "Dot-files and dot-folders are skipped (--hidden walks them), and so are files of other types in a folder; "
+        "what was skipped is said on stderr. Item ids derive from (scope, source, line), so ingesting a file again "
+        "revises the rows whose content changed and appends nothing for the others (unchanged). Shows a progress "
+        "bar, then a receipt: ingested, new, revised, unchanged, and every failed row as file:line. Exit 0 when every "
+        "row was ingested, 1 when some failed or nothing was found to ingest, 2 when a PATH does not exist.",
     )
     add_store_options(p)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
@@ -204,6 +250,9 @@ def register(sub: Any) -> None:
         "{input, answer|label|call} rows; artifact: PATHs are registries of dirs holding manifest.json)",
     )
     p.add_argument("--source", help="provenance source label for a single file (default: its absolute path)")
+    p.add_argument(
+        "--hidden", action="store_true", help="also walk dot-files and dot-folders (skipped by default, with a note)"
+    )
     p.add_argument("--json", action="store_true", help="print the receipt as JSON (no progress bar)")
     p.set_defaults(handler=_ingest)
 

@@ -120,11 +120,21 @@ def _token_list(args: argparse.Namespace) -> int:
         return 0
     if not tokens:
         print("no tokens")
-    for t in tokens:
-        created = t.created_at.isoformat(timespec="seconds") if t.created_at else ""
-        state = f"revoked {t.revoked_at.isoformat(timespec='seconds')}" if t.revoked_at else "live"
-        label = f"  {t.label}" if t.label else ""
-        print(f"{t.id}  {t.principal:<20} {created}  {state}{label}")
+        return 0
+    rows = [
+        (
+            t.id,
+            t.principal,
+            t.created_at.isoformat(timespec="seconds") if t.created_at else "",
+            f"revoked {t.revoked_at.isoformat(timespec='seconds')}" if t.revoked_at else "live",
+            t.label or "",
+        )
+        for t in tokens
+    ]
+    header = ("ID", "PRINCIPAL", "CREATED", "STATE", "LABEL")
+    widths = [max(len(r[n]) for r in (header, *rows)) for n in range(4)]
+    for row in (header, *rows):
+        print(("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4]).rstrip())
     return 0
 
 

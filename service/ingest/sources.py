@@ -187,14 +187,15 @@ def ingest_file(
     """Ingest a .txt/.md (a text item per non-blank line), .jsonl (text or record per line) or .csv (record per row).
 
     ``kind`` forces the format (text, jsonl, csv, trace). Ids come from (source, 1-based line), so a re-ingest
-    revises; every item's provenance carries the file's content_hash; a bad line lands on ``.failed``.
+    revises the rows whose content changed and appends nothing for the others (``.unchanged``); every item's
+    provenance carries the file's content_hash; a bad line lands on ``.failed``.
     """
+    missing = _missing(path, source, scope)  # first: a path that is not there has no format to infer
+    if missing is not None:
+        return missing
     fmt = detect_format(path, kind)
     if fmt == "trace":
         return ingest_traces(substrate, path, source=source, scope=scope, progress=progress)
-    missing = _missing(path, source, scope)
-    if missing is not None:
-        return missing
     resolved, src, prov = _open_source(path, source, scope)
     with BatchWriter(substrate, scope, src, progress) as batch, open(resolved, "rb") as fh:
         rows = parse_text_lines(fh) if fmt == "text" else parse_jsonl(fh) if fmt == "jsonl" else parse_csv(fh)

