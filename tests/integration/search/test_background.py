@@ -87,6 +87,7 @@ def test_of_several_runners_on_one_database_exactly_one_works_and_another_takes_
 def test_the_domains_searched_lately_are_refitted_first_and_the_others_when_writes_pause(
     store: Substrate, uid: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(upkeep, "_searched", {})  # what earlier tests in this process searched (the all-scopes '')
     hot, warm, cold = f"hot-{uid}", f"warm-{uid}", f"cold-{uid}"
     for scope in (cold, warm, hot):
         store.put_many(SubstrateItem(kind="text", text=f"note {i} on {scope} glaciers", scope=scope) for i in range(5))
