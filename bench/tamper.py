@@ -17,13 +17,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import text
 
 # kind -> what a verifier must report as the first bad seq, given the tampered seq s (and the head).
 CHAIN_KINDS = ("data", "type", "stream", "principal", "scope", "version", "prev", "event_id", "swap", "delete")
-_COLS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
+_COLS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev, hash_version"
 
 
 def build(store: Any, n: int, seed: int = 1) -> int:
@@ -91,18 +92,10 @@ def tamper(engine: Any, kind: str, seq: int, head: int, rng: random.Random) -> t
         return seq, lambda: _reinsert(engine, original)
     if kind == "rehash":
         # An attacker who also recomputes the edited event's own address: the next link (or the head) breaks.
-        from service.domain.events import event_address
+        from service.domain.events import StoredEvent, stored_address
 
         data = {**json.loads(original[4]), "tampered": True}
-        new_id = event_address(
-            stream=original[1],
-            version=original[2],
-            type=original[3],
-            data=data,
-            principal=original[5],
-            scope=original[6],
-            prev=original[9],
-        )
+        new_id = stored_address(StoredEvent(*original[:4], data, *original[5:]))
         with _triggers_off(engine) as c:
             c.execute(
                 text("UPDATE events SET data = CAST(:d AS jsonb), event_id = :e WHERE seq = :s"),
@@ -122,6 +115,23 @@ def tamper(engine: Any, kind: str, seq: int, head: int, rng: random.Random) -> t
                 {"s": seq, "p": seq - 1},
             )
         return seq, lambda: _restore(engine, original)
+    if kind == "redate":
+        # Move one event's time without breaking the order: the first back and the last forward by a day (each has
+        # a neighbour on one side only), any other to between its neighbours (or a microsecond on, when they are
+        # one instant): the re-dating a time outside the address let through.
+        when = original[7]
+        if seq == 1:
+            moved = when - timedelta(days=1)
+        elif seq == head:
+            moved = when + timedelta(days=1)
+        else:
+            before, after = (_row(engine, s)[7] for s in (seq - 1, seq + 1))
+            moved = before + (after - before) / 2
+            if moved == when:
+                moved = when + timedelta(microseconds=1)
+        with _triggers_off(engine) as c:
+            c.execute(text("UPDATE events SET recorded_at = :t WHERE seq = :s"), {"t": moved, "s": seq})
+        return seq, lambda: _restore(engine, original)
     raise ValueError(f"unknown tampering {kind!r}")
 
 
@@ -137,7 +147,8 @@ def _restore(engine: Any, r: Any) -> None:
         c.execute(
             text(
                 "UPDATE events SET stream = :stream, version = :version, type = :type, data = CAST(:data AS jsonb), "
-                "principal = :principal, scope = :scope, recorded_at = :recorded_at, event_id = :event_id, prev = :prev "
+                "principal = :principal, scope = :scope, recorded_at = :recorded_at, event_id = :event_id, prev = :prev, "
+                "hash_version = :hash_version "
                 "WHERE seq = :seq"
             ),
             _params(r),
@@ -148,16 +159,28 @@ def _reinsert(engine: Any, r: Any) -> None:
     with engine.begin() as c:
         c.execute(
             text(
-                "INSERT INTO events (seq, stream, version, type, data, principal, scope, recorded_at, event_id, prev) "
-                "VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, :recorded_at, "
-                ":event_id, :prev)"
+                "INSERT INTO events (seq, stream, version, type, data, principal, scope, recorded_at, event_id, prev, "
+                "hash_version) VALUES (:seq, :stream, :version, :type, CAST(:data AS jsonb), :principal, :scope, "
+                ":recorded_at, :event_id, :prev, :hash_version)"
             ),
             _params(r),
         )
 
 
 def _params(r: Any) -> dict[str, Any]:
-    keys = ("seq", "stream", "version", "type", "data", "principal", "scope", "recorded_at", "event_id", "prev")
+    keys = (
+        "seq",
+        "stream",
+        "version",
+        "type",
+        "data",
+        "principal",
+        "scope",
+        "recorded_at",
+        "event_id",
+        "prev",
+        "hash_version",
+    )
     return dict(zip(keys, r))
 
 
@@ -220,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     with Substrate() as store:
         build(store, args.events, args.seed)
         chain = run_tampers(store, CHAIN_KINDS, args.per_kind, rng)
-        extra = run_tampers(store, ("rehash", "recorded_at"), args.per_kind, rng)
+        extra = run_tampers(store, ("rehash", "recorded_at", "redate"), args.per_kind, rng)
         final_ok = verify_store(store).ok
     tally: dict[str, list[int]] = {}
     for case in chain["all"] + extra["all"]:

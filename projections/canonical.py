@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from builtins import type as builtins_type
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 __all__ = [
     "canonical_json",
+    "canonical_time",
     "clear_digest_memo",
     "event_address",
     "event_item_digest",
@@ -69,15 +71,42 @@ def _orjson_safe_scalar(v: Any) -> bool:
     return t is str or t is int or t is bool or v is None
 
 
+def canonical_time(when: datetime) -> str:
+    """An event time as its address hashes it: UTC, microseconds, ``2026-12-04T04:29:00.000123Z``."""
+    if when.tzinfo is None:
+        raise ValueError("an event time must carry its zone")
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def event_address(
-    *, stream: str, version: int, type: str, data: Any, principal: str, scope: str | None, prev: str | None
+    *,
+    stream: str,
+    version: int,
+    type: str,
+    data: Any,
+    principal: str,
+    scope: str | None,
+    prev: str | None,
+    recorded_at: str | None = None,
 ) -> str:
-    """``sha256:<hex>`` of the canonical JSON of the event and its predecessor's address."""
+    """``sha256:<hex>`` of the canonical JSON of the event and its predecessor's address.
+
+    ``recorded_at`` (``canonical_time``) puts the event's time under the address (hash version 2); without it the
+    address is the version 1 one, which events written before times were hashed keep.
+    """
     # "data" sorts before every other key, so the body's canonical JSON is data's, then the rest's: an item a
     # projector digests next (an event carrying {"item": ...}) is serialized once, and its digest memoized.
-    rest = _canonical_scalars(
-        {"prev": prev, "principal": principal, "scope": scope, "stream": stream, "type": type, "version": version}
-    )
+    fields: dict[str, Any] = {
+        "prev": prev,
+        "principal": principal,
+        "scope": scope,
+        "stream": stream,
+        "type": type,
+        "version": version,
+    }
+    if recorded_at is not None:
+        fields["recorded_at"] = recorded_at
+    rest = _canonical_scalars(fields)
     item = data.get("item") if builtins_type(data) is dict and len(data) == 1 else None
     if builtins_type(item) is dict:
         item_json = canonical_json(item)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, ClassVar
 
-from projections.canonical import canonical_json, event_address, item_digest
+from projections.canonical import canonical_json, canonical_time, event_address, item_digest
 from service.domain.validation import InvalidArgument
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "ApproverGranted",
     "DomainEvent",
     "EVENT_TYPES",
+    "HASH_VERSION",
     "EvidenceAssimilated",
     "EvidenceRetracted",
     "ItemPublished",
@@ -29,12 +30,16 @@ __all__ = [
     "PromotionRejected",
     "StoredEvent",
     "canonical_json",
+    "canonical_time",
     "event_address",
     "item_digest",
     "normalize_json",
+    "stored_address",
 ]
 
 EVENT_TYPES: dict[str, type[DomainEvent]] = {}
+# How new events are addressed: 2 puts recorded_at under the address; 1 (events written before) left it out.
+HASH_VERSION = 2
 
 
 class DomainEvent:
@@ -176,11 +181,31 @@ class StoredEvent:
     recorded_at: datetime | None
     event_id: str
     prev: str | None
+    hash_version: int = HASH_VERSION
 
     def as_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["recorded_at"] = self.recorded_at.isoformat() if self.recorded_at else None
         return d
+
+
+def stored_address(e: StoredEvent) -> str:
+    """The content address ``e`` must have, by its hash version (version 2 needs its recorded_at)."""
+    when = None
+    if e.hash_version >= 2:
+        if e.recorded_at is None:
+            raise ValueError(f"event {e.seq}: hash version {e.hash_version} needs its recorded_at")
+        when = canonical_time(e.recorded_at)
+    return event_address(
+        stream=e.stream,
+        version=e.version,
+        type=e.type,
+        data=e.data,
+        principal=e.principal,
+        scope=e.scope,
+        prev=e.prev,
+        recorded_at=when,
+    )
 
 
 def _normalize(value: Any, path: str) -> Any:

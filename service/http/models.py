@@ -365,6 +365,7 @@ class EventOut(BaseModel):
     recorded_at: str | None
     event_id: str
     prev: str | None
+    hash_version: int = Field(description="2: recorded_at is under event_id; 1: an event written before it was")
 
 
 class EventPage(BaseModel):

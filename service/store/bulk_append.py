@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.domain.events import NewEvent, StoredEvent
-from service.store.eventstore import BatchWrite, EventStore
+from service.store.eventstore import BatchWrite, EventStore, Head
 
 __all__ = ["BulkAppender"]
 
@@ -43,7 +43,7 @@ class BulkAppender:
         self._pool: ThreadPoolExecutor | None = None
         self._inflight: tuple[_Batch, Future[list[StoredEvent] | None]] | None = None
         # Where the next batch is stamped from, and the versions the batch in flight gives its streams.
-        self._head: tuple[int, str | None] | None = None
+        self._head: Head | None = None
         self._pending_versions: dict[str, int] = {}
         # After a batch lost its race, the next ones go straight to the locked path (doubling, up to 64 batches):
         # under a steady stream of other writes, stamping ahead would only be done twice and thrown away.
@@ -99,7 +99,8 @@ class BulkAppender:
         batch.stamped = self.store.stamp(batch.events, self.principal, head, versions)
         # Plans and serialization happen here too, so that the writer thread only waits on the database.
         batch.write = self.store.batch_statement(batch.stamped, head)
-        self._head = (batch.stamped[-1].seq, batch.stamped[-1].event_id)
+        last = batch.stamped[-1]
+        self._head = (last.seq, last.event_id, last.recorded_at)
         self._pending_versions = {s.stream: s.version for s in batch.stamped}
 
     def _settle(self) -> bool:
@@ -121,7 +122,7 @@ class BulkAppender:
 
     def _append_now(self, batch: _Batch) -> list[StoredEvent]:
         stored = self.store.append(batch.events, self.principal)
-        self._head = (stored[-1].seq, stored[-1].event_id)
+        self._head = (stored[-1].seq, stored[-1].event_id, stored[-1].recorded_at)
         self._pending_versions = {}
         self.on_written(stored, batch.context)
         return stored

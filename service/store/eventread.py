@@ -10,14 +10,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections import loads
-from service.domain.events import StoredEvent, event_address
+from service.domain.events import StoredEvent, stored_address
 
 __all__ = ["PROGRESS_EVERY", "ChainReport", "EventReader", "row_to_event"]
 
 # How often long walks and loads report progress (every this many rows, and at the end).
 PROGRESS_EVERY = 5000
 _HEAD_AND_LAST = "SELECT h.seq, (SELECT max(seq) FROM events) FROM log_head h WHERE h.id = 1"
-_COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
+_COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev, hash_version"
 
 
 def row_to_event(row: Sequence[Any]) -> StoredEvent:
@@ -33,6 +33,7 @@ def row_to_event(row: Sequence[Any]) -> StoredEvent:
         recorded_at=row[7],
         event_id=row[8],
         prev=row[9],
+        hash_version=row[10],
     )
 
 
@@ -54,6 +55,12 @@ class ChainReport:
             "reason": self.reason,
             "head": self.head,
         }
+
+
+def _mismatch(e: StoredEvent) -> str:
+    if e.hash_version >= 2:
+        return "content or time does not match its event_id (edited or re-dated)"
+    return "content does not match its event_id (edited)"
 
 
 class EventReader:
@@ -132,10 +139,10 @@ class EventReader:
         start = resume.events if resume is not None else 0
         with self.engine.connect() as c:
             head_seq, head_id = c.execute(text("SELECT seq, event_id FROM log_head WHERE id = 1")).one()
-            last_time = (
-                c.execute(text("SELECT recorded_at FROM events WHERE seq = :seq"), {"seq": start}).scalar()
+            last_time, last_version = (
+                c.execute(text("SELECT recorded_at, hash_version FROM events WHERE seq = :seq"), {"seq": start}).one()
                 if start
-                else None
+                else (None, 1)
             )
         target = head_seq if until is None else until
         expected_prev = resume.head if resume is not None else None
@@ -147,22 +154,17 @@ class EventReader:
                 return ChainReport(count, False, expected_seq, f"seq {expected_seq} is missing (next is {e.seq})")
             if e.prev != expected_prev:
                 return ChainReport(count, False, e.seq, "prev does not match the previous event's address")
-            actual = event_address(
-                stream=e.stream,
-                version=e.version,
-                type=e.type,
-                data=e.data,
-                principal=e.principal,
-                scope=e.scope,
-                prev=e.prev,
-            )
-            if actual != e.event_id:
-                return ChainReport(count, False, e.seq, "content does not match its event_id (edited)")
-            # recorded_at is outside the address, but appends stamp it under the chain lock, so it never
-            # decreases with seq: a backdated (or postdated) event shows up as an inversion.
+            if e.hash_version < last_version:
+                return ChainReport(
+                    count, False, e.seq, "hash version goes back (an event re-addressed without its time)"
+                )
+            if stored_address(e) != e.event_id:
+                return ChainReport(count, False, e.seq, _mismatch(e))
+            # A version 1 event's time is outside its address, but appends stamp times in seq order, so it never
+            # decreases with seq: a version 1 event backdated (or postdated) past a neighbour shows up here.
             if last_time is not None and e.recorded_at is not None and e.recorded_at < last_time:
                 return ChainReport(count, False, e.seq, "recorded_at is earlier than the previous event's (re-dated)")
-            last_time = e.recorded_at
+            last_time, last_version = e.recorded_at, e.hash_version
             expected_prev = e.event_id
             expected_seq += 1
             if progress is not None and count % PROGRESS_EVERY == 0:

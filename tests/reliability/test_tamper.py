@@ -86,3 +86,32 @@ def test_the_substrate_verify_command_names_the_first_bad_seq(logged: Substrate)
 def test_backdating_an_event_out_of_order_is_caught(logged: Substrate) -> None:
     report = tk.run_tampers(logged, ("recorded_at",), 1, random.Random(4))
     assert report["caught"] == 1, report["missed_or_misplaced"]
+
+
+def test_moving_any_events_time_is_caught_even_between_its_neighbours(logged: Substrate) -> None:
+    # First back a day, last forward a day, one in the middle to between its neighbours: no order is broken, so
+    # only the address covering the time can tell.
+    report = tk.run_tampers(logged, ("redate",), 3, random.Random(5))
+    assert report["cases"] == 3 and report["caught"] == 3, report["missed_or_misplaced"]
+    assert all("re-dated" in case["reason"] for case in report["all"])
+    assert all(case["restored_ok"] for case in report["all"])
+
+
+def test_the_substrate_verify_command_names_a_redated_event(logged: Substrate) -> None:
+    head = logged.events.head()
+    seq = head - 5  # among the single updates: its neighbours' times differ, and it moves between them
+    expected, undo = tk.tamper(logged.engine, "redate", seq, head, random.Random(6))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "service.cli", "verify", "--url", logged.url, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        undo()
+    assert done.returncode == 1, done.stderr[-2000:]
+    chain = json.loads(done.stdout)["chain"]
+    assert chain["ok"] is False and chain["first_bad_seq"] == expected == seq
+    assert "re-dated" in chain["reason"]

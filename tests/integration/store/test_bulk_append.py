@@ -10,6 +10,7 @@ from service import Substrate, SubstrateItem
 from service.domain.events import ItemPut, NewEvent, StoredEvent
 from service.store.audit import verify_store
 from service.store.bulk_append import BulkAppender
+from service.store.kept import hints_for, kept_for
 
 
 def _events(store: Substrate, prefix: str, n: int) -> list[NewEvent]:
@@ -132,7 +133,7 @@ def test_a_batch_whose_reply_was_lost_after_commit_is_not_written_twice(store: S
     import psycopg
 
     store.add("text", "first")
-    kept, lost = store.events._kept, []
+    kept, lost = kept_for(store.engine), []
     real = kept.connection
 
     @contextlib.contextmanager
@@ -158,7 +159,7 @@ def test_a_batch_whose_reply_was_lost_after_commit_is_not_written_twice(store: S
 def test_a_generated_id_that_already_has_events_still_lands_as_its_next_version(store: Substrate) -> None:
     first = SubstrateItem(kind="text", text="first state")
     store.put(first)
-    store.events._hints.versions.clear()  # as if another process had written it: nothing hints its version
+    hints_for(store.engine).versions.clear()  # as if another process had written it: nothing hints its version
     again = SubstrateItem(kind="text", text="second state", id=first.id)  # the same generated id object
     others = [SubstrateItem(kind="text", text=f"new {i}") for i in range(20)]
     ids = store.put_many([*others[:10], again, *others[10:]])

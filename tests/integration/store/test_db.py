@@ -86,7 +86,7 @@ def test_an_append_whose_reply_was_lost_after_commit_is_not_written_twice(
     import service.store.eventstore as eventstore
 
     store.add("text", "first")
-    real = eventstore._fetch_one
+    real = eventstore.fetch_one
     calls = []
 
     def commit_then_lose_the_reply(raw, sql, params):  # type: ignore[no-untyped-def]
@@ -97,7 +97,7 @@ def test_an_append_whose_reply_was_lost_after_commit_is_not_written_twice(
             raise psycopg.OperationalError("server closed the connection unexpectedly")
         return row
 
-    monkeypatch.setattr(eventstore, "_fetch_one", commit_then_lose_the_reply)
+    monkeypatch.setattr(eventstore, "fetch_one", commit_then_lose_the_reply)
     second = store.add("text", "second")
     monkeypatch.undo()
     assert len(calls) == 1
@@ -161,11 +161,11 @@ def test_a_malformed_items_jsonl_under_a_new_root_is_a_clear_error(tmp_path: Pat
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_never_touches_the_parents_kept_connections(store: Substrate) -> None:
-    from service.store.eventstore import _KEPT
+    from service.store.kept import kept_for
 
     store.add("text", "parent 1")
     store.add("text", "parent 2")
-    kept = _KEPT[store.engine].free[0].driver_connection
+    kept = kept_for(store.engine).free[0].driver_connection
     with warnings.catch_warnings():  # Python 3.12+ warns when a process with threads forks
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
