@@ -10,7 +10,18 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from projections import beliefs, embeddings, governance, grants, history, item_states, items, revisions
+from projections import (
+    belief_states,
+    beliefs,
+    embeddings,
+    governance,
+    grant_states,
+    grants,
+    history,
+    item_states,
+    items,
+    revisions,
+)
 from projections.canonical import clear_digest_memo
 from projections.projector import Projector, Statement
 
@@ -33,10 +44,12 @@ PROJECTORS: tuple[Projector, ...] = (
     items.PROJECTOR,
     item_states.PROJECTOR,
     beliefs.PROJECTOR,
+    belief_states.PROJECTOR,
     embeddings.SEARCH,
     embeddings.VECTORS,
     governance.PROJECTOR,
     grants.PROJECTOR,
+    grant_states.PROJECTOR,
     history.PROJECTOR,
     revisions.PROJECTOR,
 )
