@@ -12,7 +12,6 @@ from typing import Any, Literal, TypeVar
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from projections import loads
 from projections.bulkwork import bulk_work
 from service.domain.errors import ConcurrencyError, ReadOnlyError
 from service.domain.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
@@ -22,6 +21,7 @@ from service.domain.validation import InvalidArgument, require_count
 from service.guard.secrets import guard_view
 from service.search import ranking
 from service.search.upkeep import note_search
+from service.store import reads
 from service.store.bulk_append import BulkAppender
 from service.store.database import Database, open_database, reader
 from service.store.eventread import PROGRESS_EVERY
@@ -34,8 +34,6 @@ __all__ = ["SecretPolicy", "Substrate"]
 
 SecretPolicy = Literal["redact", "reject"]
 _T = TypeVar("_T")
-_GET = text("SELECT doc::text FROM items WHERE id = :id")
-_GET_MANY = text("SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))")
 _POLICIES = ("redact", "reject")
 _BULK_CHUNK = 5000
 
@@ -44,10 +42,6 @@ def _check_policy(policy: Any) -> str:
     if policy not in _POLICIES:
         raise InvalidArgument(f"secret_policy must be one of {_POLICIES}, got {policy!r}")
     return str(policy)
-
-
-def _item_from_doc(doc: str | bytes) -> SubstrateItem:
-    return SubstrateItem(**loads(doc))
 
 
 class Substrate:
@@ -76,6 +70,7 @@ class Substrate:
         self.position = 0  # the log position of this handle's last write
         self.read_only = False
         self.as_of_seq: int | None = None
+        self._snapshot: Substrate | None = None
         if root is not None and _database is None:
             self._adopt_snapshot()
 
@@ -93,6 +88,9 @@ class Substrate:
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
         """Release the connection pool (an ephemeral store's database is dropped); derived handles do nothing."""
+        if self._snapshot is not None:
+            self._snapshot.close()
+            self._snapshot = None
         if self._owns_db:
             self._db.close()
 
@@ -104,13 +102,16 @@ class Substrate:
         return handle
 
     def as_of(self, at: int | datetime) -> Substrate:
-        """A read-only view of the store as it was right after event ``at`` (a seq) or at time ``at``."""
+        """A read-only view of the store as it was right after event ``at`` (a seq) or at time ``at``: its reads are
+        queries over the states valid there (service.store.reads), on this handle's database; it writes nothing and
+        costs nothing to keep (closing it is a no-op)."""
         seq = resolve_position(self.events, at)
-        view = Substrate(_database=open_view(self.engine, self.url, seq), principal=self.principal)
-        view.secret_policy = self.secret_policy
+        view = Substrate(_database=self._db, principal=self.principal, secret_policy=self.secret_policy)  # type: ignore[arg-type]
+        view.root = self.root
+        view._owns_db = False
         view.read_only = True
         view.as_of_seq = seq
-        view.root = self.root
+        view.position = seq  # a read replica serves the view once it holds the view's position
         return view
 
     def __enter__(self) -> Substrate:
@@ -244,27 +245,25 @@ class Substrate:
             return True
         raise ConcurrencyError(item_id, -1, f"remove of {item_id!r} kept colliding with other writers; gave up")
 
-    # ----------------------------------------------------------------- reads
+    # ----------------------------------------------------------------- reads (service.store.reads; as of a
+    # position on a view from as_of())
     def _row(self, item_id: str) -> tuple[SubstrateItem, int] | None:
         if not isinstance(item_id, str):
             return None  # no item has such an id: remove() answers False and update() KeyError, as get() answers None
         with self._reads.connect() as c:
-            row = c.execute(text("SELECT doc::text, version FROM items WHERE id = :id"), {"id": item_id}).first()
-        return None if row is None else (_item_from_doc(row[0]), int(row[1]))
+            return reads.item_row(c, item_id)
 
     def get(self, item_id: str) -> SubstrateItem | None:
         """A defensive copy of the stored item, or None."""
         if not isinstance(item_id, str):
             return None
-        doc = self._reading(lambda c: c.execute(_GET, {"id": item_id}).scalar())
-        return None if doc is None else _item_from_doc(doc)
+        return self._reading(lambda c: reads.get_item(c, item_id, self.as_of_seq))
 
     def get_many(self, ids: Sequence[str]) -> dict[str, SubstrateItem]:
         """The stored items among ``ids`` (one query), keyed by id."""
         if not ids:
             return {}
-        rows = self._reading(lambda c: c.execute(_GET_MANY, {"ids": list(ids)}).all())
-        return {r[0]: _item_from_doc(r[1]) for r in rows}
+        return self._reading(lambda c: reads.get_items(c, ids, self.as_of_seq))
 
     def all(self, *, kind: str | None = None, scope: str | None = None) -> list[SubstrateItem]:
         """Defensive copies of the stored items in insertion order, optionally filtered by kind and scope."""
@@ -274,35 +273,23 @@ class Substrate:
         self, *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
     ) -> Iterator[SubstrateItem]:
         """Stream the stored items in insertion order (filters applied in SQL)."""
-        where, params = _item_filters(kind=kind, scope=scope, scopes=scopes)
-        sql = text(f"SELECT doc::text FROM items WHERE {' AND '.join(where)} ORDER BY pos")
-        with self._read_engine().connect() as c:
-            for (doc,) in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
-                yield _item_from_doc(doc)
+        return reads.iter_items(self._read_engine(), kind=kind, scope=scope, scopes=scopes, at=self.as_of_seq)
 
     def page_items(
         self, *, kind: str | None = None, scopes: Sequence[str] | None = None, after: int = 0, limit: int = 100
     ) -> tuple[list[SubstrateItem], int | None]:
         """One page of items in insertion order after position ``after`` (keyset, in SQL): (items, next or None)."""
-        require_count(after, "after")
-        if require_count(limit, "limit") == 0:
-            return [], None
-        where, params = _item_filters(kind=kind, scopes=scopes)
-        where.append("pos > :after")
-        params.update(after=after, lim=limit + 1)
-        sql = text(f"SELECT doc::text, pos FROM items WHERE {' AND '.join(where)} ORDER BY pos LIMIT :lim")
-        rows = self._reading(lambda c: c.execute(sql, params).all())
-        page = rows[:limit]
-        nxt = int(page[-1][1]) if len(rows) > limit else None
-        return [_item_from_doc(doc) for doc, _ in page], nxt
+        return self._reading(
+            lambda c: reads.page_items(c, kind=kind, scopes=scopes, after=after, limit=limit, at=self.as_of_seq)
+        )
 
     def __len__(self) -> int:
-        return int(self._reading(lambda c: c.execute(text("SELECT count(*) FROM items")).scalar_one()))
+        return self._reading(lambda c: reads.count_items(c, self.as_of_seq))
 
     def __contains__(self, item_id: object) -> bool:
         if not isinstance(item_id, str):
             return False
-        return self._reading(lambda c: c.execute(_GET, {"id": item_id}).first() is not None)
+        return self._reading(lambda c: reads.has_item(c, item_id, self.as_of_seq))
 
     def _read_engine(self) -> Engine:
         """Where this handle reads: the read replica once it holds this handle's last write (a bounded wait, see
@@ -335,11 +322,21 @@ class Substrate:
         """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
         (a number, a dict of fields) ranks by lexical overlap alone."""
         require_count(k, "k")
+        if self.as_of_seq is not None:
+            return self._past_search(query, k, kind=kind, scope=scope)
         note_search(scope)  # the background upkeep keeps the domains being searched current first
         engine = self._read_engine()
         if engine is self.engine or self._db.replica is None:
             return ranking.search(engine, query, k, kind=kind, scope=scope)
         return self._db.replica.run(lambda e: ranking.search(e, query, k, kind=kind, scope=scope), self.engine)
+
+    def _past_search(
+        self, query: Any, k: int, *, kind: str | None, scope: str | None
+    ) -> list[tuple[SubstrateItem, float]]:
+        # Interim, until the search read models answer as of a position: the log prefix replayed once per view.
+        if self._snapshot is None:
+            self._snapshot = Substrate(_database=open_view(self.engine, self.url, int(self.as_of_seq or 0)))
+        return ranking.search(self._snapshot.engine, query, k, kind=kind, scope=scope)
 
     # ----------------------------------------------------------------- persistence
     def _root_for(self, root: str | os.PathLike[str] | None) -> Path:
@@ -418,24 +415,3 @@ def _out_of_file_order(rows: Sequence[dict[str, Any]], stored: Sequence[str]) ->
         if n is not None:
             moved.add(d["id"])
     return moved
-
-
-def _item_filters(
-    *, kind: str | None = None, scope: str | None = None, scopes: Sequence[str] | None = None
-) -> tuple[list[str], dict[str, Any]]:
-    """The WHERE terms (always at least one) and parameters of an items listing filtered in SQL."""
-    where: list[str] = ["TRUE"]
-    params: dict[str, Any] = {}
-    for name, value in (("kind", kind), ("scope", scope)):
-        if value is not None and not isinstance(value, str):
-            raise InvalidArgument(f"{name} must be a string or None, got {type(value).__name__}")
-    if kind is not None:
-        where.append("kind = :kind")
-        params["kind"] = kind
-    if scope is not None:
-        where.append("scope = :scope")
-        params["scope"] = scope
-    if scopes is not None:
-        where.append("scope = ANY(CAST(:scopes AS text[]))")
-        params["scopes"] = list(scopes)
-    return where, params

@@ -11,10 +11,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
-
 from service.beliefs.model import BeliefItem, belief_from_item, check_number
 from service.domain.validation import InvalidArgument, require_count, require_name
+from service.store import records
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -23,16 +22,8 @@ __all__ = ["rank_beliefs", "retrieve_beliefs"]
 
 
 def _bounds(sub: Substrate, floor: float, scope: str | None, skip: Sequence[str]) -> tuple[int, float]:
-    sql = (
-        "SELECT count(*), max(credence) FROM beliefs WHERE credence >= :floor AND NOT (id = ANY(CAST(:skip AS text[])))"
-    )
-    params: dict[str, Any] = {"floor": floor, "skip": list(skip)}
-    if scope is not None:
-        sql += " AND scope = :scope"
-        params["scope"] = scope
     with sub.engine.connect() as c:
-        n, top = c.execute(text(sql), params).one()
-    return int(n), float(top or 0.0)
+        return records.belief_bounds(c, floor, scope, skip, sub.as_of_seq)
 
 
 def rank_beliefs(
@@ -62,13 +53,7 @@ def rank_beliefs(
     while True:
         hits = sub.search(query, k=window, kind="record", scope=scope)
         with sub.engine.connect() as c:
-            live = {
-                r[0]
-                for r in c.execute(
-                    text("SELECT id FROM beliefs WHERE id = ANY(CAST(:ids AS text[])) AND credence >= :floor"),
-                    {"ids": [it.id for it, _ in hits], "floor": floor},
-                )
-            }
+            live = records.beliefs_among(c, [it.id for it, _ in hits], floor, sub.as_of_seq)
         ranked, lowest = [], math.inf
         for rank, (item, score) in enumerate(hits):
             relevance = max(float(score), 0.0)

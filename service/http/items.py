@@ -193,9 +193,10 @@ def item_history(caller: CallerDep, item_id: PathText, request: Request, as_of: 
 
 
 @router.get("/revisions/{digest}", response_model=RevisionOut, summary="A recorded item state by content digest")
-def get_revision(caller: CallerDep, digest: PathText) -> RevisionOut:
-    """The complete item state recorded under ``digest``; 404 unless its scope is readable."""
-    state = revision(caller.live, digest)
+def get_revision(caller: CallerDep, digest: PathText, request: Request, as_of: AsOf = None) -> RevisionOut:
+    """The complete item state recorded under ``digest`` (by then, with ``as_of``); 404 unless its scope is readable."""
+    with read_view(caller.live, request.app.state.views, as_of) as (view, _):
+        state = revision(view, digest)
     if state is None or not caller.principal.can_read(str(state.get("scope"))):
         raise not_found(f"revision {digest!r} not found")
     return RevisionOut(digest=digest, item=state)

@@ -12,6 +12,7 @@ from service.domain.errors import AccessDeniedError, ConcurrencyError, ReadOnlyE
 from service.domain.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
+from service.store import records
 from service.store.database import reader
 
 if TYPE_CHECKING:
@@ -148,10 +149,9 @@ class _LivePolicy(AccessPolicy):
         self._store = store
 
     def _granted(self, principal: str, scope: str, mode: str) -> bool:
-        column = "can_read" if mode == "read" else "can_write"
-        sql = text(f"SELECT {column} FROM grants WHERE principal = :p AND scope = :s")
         with reader(self._store.engine).connect() as c:
-            return bool(c.execute(sql, {"p": principal, "s": scope}).scalar())
+            can_read, can_write = records.grant(c, principal, scope, self._store.as_of_seq)
+        return can_read if mode == "read" else can_write
 
     def readable(self, principal: str, scopes: Iterable[str]) -> set[str]:
         wanted = {s for s in scopes if not _absent(s)}
@@ -159,9 +159,8 @@ class _LivePolicy(AccessPolicy):
             return set()
         p = require_name(principal, "principal")
         out = {s for s in wanted if _intrinsic(p, require_name(s, "scope"))}
-        sql = text("SELECT scope FROM grants WHERE principal = :p AND can_read AND scope = ANY(CAST(:s AS text[]))")
         with reader(self._store.engine).connect() as c:
-            out.update(r[0] for r in c.execute(sql, {"p": p, "s": sorted(wanted - out)}))
+            out.update(records.granted_readable(c, p, sorted(wanted - out), self._store.as_of_seq))
         return out
 
     def _add(self, table: dict[str, set[str]], principal: Any, scope: Any) -> AccessPolicy:
@@ -179,8 +178,7 @@ def stored_policy(store: Substrate, *, live: bool = False) -> AccessPolicy:
         return _LivePolicy(store)
     policy = AccessPolicy()
     with store.engine.connect() as c:
-        rows = c.execute(text("SELECT principal, scope, can_read, can_write FROM grants ORDER BY principal, scope"))
-        for principal, scope, can_read, can_write in rows:
+        for principal, scope, can_read, can_write in records.grants(c, store.as_of_seq):
             if can_read:
                 policy._read.setdefault(principal, set()).add(scope)
             if can_write:

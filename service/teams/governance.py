@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
-
 from projections import loads
 from service.domain.errors import ApprovalRedirectError, ConcurrencyError, GovernanceAuthorizationError
 from service.domain.events import (
@@ -24,6 +22,7 @@ from service.domain.events import (
 from service.domain.items import SubstrateItem
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
+from service.store import records
 from service.teams.access import _append_as
 from service.teams.sharing import _ids, _Live, _live, _principal, published_state
 
@@ -105,12 +104,8 @@ class Governance:
 def stored_governance(store: Substrate) -> Governance:
     """The governance state rebuilt from the ApproverGranted events (via the ``approvers`` read model)."""
     gov = Governance()
-    sql = text(
-        "SELECT a.who, a.scope, a.by, a.bootstrap, extract(epoch FROM e.recorded_at)::float8 "
-        "FROM approvers a JOIN public.events e ON e.seq = a.seq ORDER BY a.seq"
-    )
     with store.engine.connect() as c:
-        for who, scope, by, bootstrap, at in c.execute(sql):
+        for who, scope, by, bootstrap, at in records.approvers(c, store.as_of_seq):
             gov._record({"who": who, "scope": scope, "by": by, "bootstrap": bool(bootstrap), "granted_at": at})
     return gov
 
@@ -134,9 +129,9 @@ def grant_approver(store: Substrate, who: str, scope: str, *, by: str) -> int:
 # ------------------------------------------------------------------ proposals
 def proposal_history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]:
     """Every proposal/approval/rejection entry of an item, oldest first (append-only; never rewritten)."""
-    sql = text("SELECT entry::text, seq FROM proposals WHERE item_id = :id ORDER BY seq")
+    item_id = require_name(item_id, "item_id")
     with substrate.engine.connect() as c:
-        return [{**loads(e), "seq": int(s)} for e, s in c.execute(sql, {"id": require_name(item_id, "item_id")})]
+        return [{**loads(e), "seq": int(s)} for e, s, _ in records.proposal_entries(c, item_id, substrate.as_of_seq)]
 
 
 def _open(substrate: Substrate, item_id: str) -> tuple[_Live, dict[str, Any], list[dict[str, Any]]] | None:
@@ -275,19 +270,12 @@ def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governanc
     raise ConcurrencyError(item_id, -1, "reject kept colliding with other writers; gave up")
 
 
-_PENDING = (
-    "SELECT i.doc::text FROM proposals p JOIN items i ON i.id = p.item_id "
-    "WHERE p.status = 'pending' AND (CAST(:to AS text) IS NULL OR p.to_scope = :to) "
-    "AND NOT EXISTS (SELECT 1 FROM proposals q WHERE q.item_id = p.item_id AND q.seq > p.seq) ORDER BY p.seq"
-)
-
-
 def pending(substrate: Substrate, *, to: str | None = None) -> list[SubstrateItem]:
     """Live items awaiting approval (optionally only those proposed to ``to``), in proposal order (one query)."""
     if to is not None:
         require_name(to, "to")
     with substrate.engine.connect() as c:
-        return [SubstrateItem(**loads(doc)) for (doc,) in c.execute(text(_PENDING), {"to": to})]
+        return [SubstrateItem(**loads(doc)) for doc in records.pending_proposals(c, to, substrate.as_of_seq)]
 
 
 @dataclass(frozen=True)
@@ -318,9 +306,9 @@ def authorization_decision(
     require_name(version, "version")
     if digest is not None:
         require_name(digest, "digest")
-    sql = text("SELECT entry::text, seq, item_digest FROM proposals WHERE item_id = :id ORDER BY seq DESC LIMIT 1")
+    item_id = require_name(item_id, "item_id")
     with substrate.engine.connect() as c:
-        row = c.execute(sql, {"id": require_name(item_id, "item_id")}).first()
+        row = records.latest_proposal(c, item_id, substrate.as_of_seq)
     if row is None:
         raise ValueError(f"item {item_id!r} has no proposal, so there is no decision")
     entry = loads(row[0])

@@ -16,6 +16,7 @@ from service.domain.events import ItemPublished, ItemRemoved, ItemsMerged, NewEv
 from service.domain.items import SubstrateItem
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
+from service.store import records
 from service.teams.access import PUBLIC, AccessPolicy, _append_as, _require_principal
 
 if TYPE_CHECKING:
@@ -299,9 +300,8 @@ def history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]:
     ``by`` and also ``merged_by``/``merged_from`` (the merged-away id). Revision digests are bare 64-hex.
     """
     require_name(item_id, "item_id")
-    sql = text("SELECT entry::text, seq, recorded_at FROM item_history WHERE item_id = :id ORDER BY seq")
     with substrate.engine.connect() as c:
-        rows = c.execute(sql, {"id": item_id}).all()
+        rows = records.share_history(c, item_id, substrate.as_of_seq)
     return [
         {**_shown(loads(e)), "seq": int(seq), "at": at.timestamp() if at is not None else None} for e, seq, at in rows
     ]
@@ -316,6 +316,6 @@ def revision(substrate: Substrate, digest: str) -> dict[str, Any] | None:
         raise InvalidArgument(f"digest must be a string, got {type(digest).__name__}")
     stored = _DIGEST_PREFIX + digest if _BARE_DIGEST.fullmatch(digest) else digest
     with substrate.engine.connect() as c:
-        doc = c.execute(text("SELECT doc::text FROM revisions WHERE digest = :d"), {"d": stored}).scalar()
+        doc = records.revision_doc(c, stored, substrate.as_of_seq)
     # Parsed fresh from the database on every call, so a caller's mutation never reaches the stored snapshot.
     return None if doc is None else loads(doc)

@@ -1,4 +1,4 @@
-"""as_of(): read-only views of the past, replayed from the log."""
+"""as_of(): read-only views of the past, answered from the validity intervals of the read models."""
 
 from __future__ import annotations
 
@@ -74,3 +74,49 @@ def test_searching_the_past_reproduces_past_results_without_touching_live_models
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM item_vectors")).scalar_one() == live
     past.close()
+
+
+def test_reading_the_past_writes_nothing_and_keeps_no_copy(store: Substrate) -> None:
+    from sqlalchemy import text
+
+    from service.teams.access import grant_access, stored_policy
+    from service.teams.governance import pending, proposal_history, propose
+    from service.teams.spaces import history, publish, revision
+
+    a = store.add("text", "first", scope="team-a")
+    grant_access(store, "bob", "team-a", "read", by="team-a")
+    propose(store, [a], to="team-b", by="team-a")
+    publish(store, [a], to="public", by="team-a")
+    store.update(a, text="second")
+    name = store.engine.url.database
+    with store.engine.connect() as c:
+        c.execute(text(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on'))
+        c.commit()
+    store.engine.dispose()  # new sessions take the setting: from here on, any write fails
+    for at in range(store.events.head() + 1):
+        view = store.as_of(at)
+        view.all(), view.page_items(limit=1), len(view), a in view, view.get(a), view.get_many([a])
+        history(view, a), revision(view, "sha256:" + "0" * 64), proposal_history(view, a), pending(view)
+        stored_policy(view).can_read("bob", "team-a"), stored_policy(view, live=True).can_read("bob", "team-a")
+        view.close()
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        assert c.execute(text("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'asof%'")).scalar() == 0
+        c.execute(text("SET default_transaction_read_only = off"))
+        c.execute(text(f'ALTER DATABASE "{name}" RESET default_transaction_read_only'))
+
+
+def test_the_access_policy_and_proposals_as_of_a_position(store: Substrate) -> None:
+    from service.teams.access import grant_access, revoke_access, stored_policy
+    from service.teams.governance import pending, proposal_history, propose
+
+    a = store.add("text", "x", scope="team-a")
+    before = store.position
+    granted = grant_access(store, "bob", "team-a", "read", by="team-a")
+    proposed = propose(store, [a], to="team-b", by="team-a") and store.position
+    revoke_access(store, "bob", "team-a", by="team-a")
+    assert not stored_policy(store).can_read("bob", "team-a")
+    assert stored_policy(store.as_of(granted)).can_read("bob", "team-a")
+    assert not stored_policy(store.as_of(before)).can_read("bob", "team-a")
+    assert stored_policy(store.as_of(granted), live=True).readable("bob", ["team-a"]) == {"team-a"}
+    assert [i.id for i in pending(store.as_of(proposed))] == [a] and pending(store.as_of(before)) == []
+    assert [e["status"] for e in proposal_history(store.as_of(proposed), a)] == ["pending"]
