@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "NoStore",
+    "add_as_of_option",
     "add_store_options",
     "display_url",
     "open_store",
@@ -67,6 +68,25 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     """--url / --root, shared by every command that opens a store."""
     p.add_argument("--url", help="PostgreSQL URL (default: $SUBSTRATE_DATABASE_URL)")
     p.add_argument("--root", help="persistent embedded store directory (default: ./.substrate)")
+
+
+def _position(value: str) -> Any:
+    from service.store.timetravel import parse_position
+
+    try:
+        return parse_position(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_as_of_option(p: argparse.ArgumentParser) -> None:
+    """--as-of SEQ|TIME: read the store as it was right after that log position, or at that ISO-8601 time."""
+    p.add_argument(
+        "--as-of",
+        type=_position,
+        metavar="SEQ|TIME",
+        help="read the store as it was after this log position (integer) or at this ISO-8601 time",
+    )
 
 
 def print_json(value: Any) -> None:

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.cli.common import add_store_options, display_url, open_store, print_json, print_json_line
+from service.cli.common import add_as_of_option, add_store_options, display_url, open_store, print_json, print_json_line
 from service.store.export import SNAPSHOT_NAME
+from service.store.timetravel import resolve_position
 
 __all__ = ["register"]
 
@@ -115,12 +116,14 @@ class _Steps:
 
 
 def _export(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    live = open_store(args)
+    store = live if args.as_of is None else live.as_of(args.as_of)
     with _Steps(True, {"write": f"writing {SNAPSHOT_NAME}"}, {"write": len(store)}) as steps:
         steps.phase("write")
         root = store.save(args.dir, progress=steps.count)
     n = len(store)
     store.close()
+    live.close()
     print(f"exported {n} items to {Path(root) / SNAPSHOT_NAME}")
     return 0
 
@@ -138,7 +141,8 @@ def _import(args: argparse.Namespace) -> int:
 def _events(args: argparse.Namespace) -> int:
     store = open_store(args)
     types = [args.type] if args.type else None
-    rows = store.events.read(since=args.since, stream=args.stream, types=types, limit=args.limit)
+    until = None if args.as_of is None else resolve_position(store.events, args.as_of)
+    rows = store.events.read(since=args.since, until=until, stream=args.stream, types=types, limit=args.limit)
     for e in rows:
         if args.json:
             print_json_line(e.as_dict())
@@ -191,6 +195,7 @@ def register(sub: Any) -> None:
     )
     add_store_options(p)
     p.add_argument("dir", help="directory to write items.jsonl into")
+    add_as_of_option(p)
     p.set_defaults(handler=_export)
 
     p = sub.add_parser(
@@ -212,6 +217,7 @@ def register(sub: Any) -> None:
     p.add_argument("--stream", help="only this stream (an item id, a belief id, ...)")
     p.add_argument("--since", type=int, default=0, help="only events with seq greater than this")
     p.add_argument("--type", help="only events of this type (e.g. ItemPut)")
+    add_as_of_option(p)
     p.add_argument("--limit", type=int, default=None, help="print at most this many events")
     p.add_argument("--json", action="store_true", help="one JSON object per event, one per line (JSON Lines)")
     p.set_defaults(handler=_events)

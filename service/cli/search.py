@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from service.cli.common import add_store_options, open_store, print_json
+from service.cli.common import add_as_of_option, add_store_options, open_store, print_json
 from service.domain.items import MODALITIES
 
 __all__ = ["register"]
@@ -29,7 +29,9 @@ def _preview(text: str, width: int = 72) -> str:
 def _search(args: argparse.Namespace) -> int:
     store = open_store(args)
     try:
-        hits = store.search(args.query, k=args.k, kind=args.kind, scope=args.scope)
+        reading = store if args.as_of is None else store.as_of(args.as_of)
+        hits = reading.search(args.query, k=args.k, kind=args.kind, scope=args.scope)
+        reading.close()
     finally:
         store.close()
     if args.json:
@@ -80,6 +82,7 @@ def register(sub: Any) -> None:
     p.add_argument("--kind", choices=MODALITIES, help="only items of this kind")
     p.add_argument("--scope", help="rank within this scope only, with its own statistics (default: every scope)")
     p.add_argument("--json", action="store_true", help="print [{score, item}] as JSON")
+    add_as_of_option(p)
     add_store_options(p)
     p.set_defaults(handler=_search)
 

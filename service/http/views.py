@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -11,30 +10,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from service.domain.items import SubstrateItem
+from service.domain.validation import InvalidArgument
 from service.http.errors import ProblemError
-from service.store.timetravel import resolve_position
+from service.store.timetravel import parse_position, resolve_position
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
 
 __all__ = ["AsOfViews", "ScopedReader", "parse_as_of", "read_view"]
 
-_SEQ = re.compile(r"\d{1,18}")
-
 
 def parse_as_of(value: str | None) -> int | datetime | None:
     """``?as_of=``: a log position (an integer) or an ISO-8601 datetime (UTC when it names no zone)."""
     if value is None:
         return None
-    raw = value.strip()
-    if _SEQ.fullmatch(raw):
-        return int(raw)
     try:
-        return datetime.fromisoformat(raw)
-    except ValueError:
-        raise ProblemError(
-            422, f"as_of must be a log position (integer) or an ISO-8601 datetime, got {value!r}"
-        ) from None
+        return parse_position(value)
+    except InvalidArgument as exc:
+        raise ProblemError(422, str(exc)) from None
 
 
 class AsOfViews:

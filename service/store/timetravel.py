@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 import weakref
 from datetime import UTC, datetime
@@ -14,7 +15,23 @@ from service.domain.validation import InvalidArgument
 from service.store.database import Database, guard_parameters
 from service.store.eventstore import EventStore
 
-__all__ = ["open_view", "resolve_position"]
+__all__ = ["open_view", "parse_position", "resolve_position"]
+
+_SEQ = re.compile(r"\d{1,18}")
+
+
+def parse_position(value: str) -> int | datetime:
+    """An as-of position as a person writes it: a log position (an integer) or an ISO-8601 time (UTC when it names
+    no zone)."""
+    raw = value.strip()
+    if _SEQ.fullmatch(raw):
+        return int(raw)
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidArgument(
+            f"as_of must be a log position (integer) or an ISO-8601 datetime, got {value!r}"
+        ) from None
 
 
 def resolve_position(log: EventStore, at: int | datetime) -> int:

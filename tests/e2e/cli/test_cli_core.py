@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from service import Substrate, SubstrateItem
@@ -118,3 +119,26 @@ def test_token_list_has_a_header_row(tmp_path: Path, capsys) -> None:  # type: i
     assert header.split() == ["ID", "PRINCIPAL", "CREATED", "STATE", "LABEL"]
     assert row.split()[0] == token_id and row.split()[1] == "pharma" and row.split()[-2:] == ["live", "ci"]
     assert header.index("PRINCIPAL") == row.index("pharma")  # the columns line up
+
+
+def test_search_events_and_export_read_as_of_a_position(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = str(tmp_path / "store")
+    s = Substrate(root=root)
+    a = s.add("text", "the river floods in spring")
+    then = s.position
+    s.update(a, text="the lake freezes in winter")
+    s.add("text", "the river floods again")
+    s.close()
+    assert main(["search", "river", "--root", root, "--json", "--as-of", str(then)]) == 0
+    assert [h["item"]["text"] for h in json.loads(capsys.readouterr().out)] == ["the river floods in spring"]
+    assert main(["events", "--root", root, "--json", "--as-of", str(then)]) == 0
+    assert [json.loads(line)["seq"] for line in capsys.readouterr().out.splitlines()] == [then]
+    assert main(["export", str(tmp_path / "then"), "--root", root, "--as-of", str(then)]) == 0
+    assert "exported 1 items" in capsys.readouterr().out
+    rows = (tmp_path / "then" / "items.jsonl").read_text().splitlines()
+    assert [json.loads(r)["text"] for r in rows] == ["the river floods in spring"]
+    assert main(["events", "--root", root, "--as-of", "99"]) == 2  # past the head: a clean error, no traceback
+    assert "between 0 and the log head" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # argparse refuses it, with the usage line
+        main(["events", "--root", root, "--as-of", "yesterday"])
+    assert refused.value.code == 2 and "ISO-8601" in capsys.readouterr().err
