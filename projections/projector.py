@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
@@ -46,6 +46,12 @@ class Projector:
     # that position in the same statement as the inline read models it reads (appends may commit meanwhile), and
     # returns it. None: catch-up from nothing folds the log with ``apply``.
     build: Callable[[Connection, list[str]], int] | None = None
+    # A lazy projector that folds a stretch of the log set-wise, reading it itself: ``advance(conn, after, target)``
+    # applies the events in ``(after, target]``; a catch-up (from nothing too) calls it instead of ``apply``.
+    advance: Callable[[Connection, int, int], None] | None = None
+    # Per table, a SELECT of its canonical contents, digested instead of its rows in key order when how the rows
+    # are laid out depends on how the log was cut into batches (the contents do not).
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=256)

@@ -21,6 +21,7 @@ from projections import (
     item_states,
     items,
     revisions,
+    search_index,
 )
 from projections.canonical import clear_digest_memo
 from projections.projector import Projector, Statement
@@ -30,6 +31,7 @@ __all__ = [
     "PROJECTORS",
     "apply_events",
     "deferrable_tables",
+    "digest_queries",
     "lazy_projectors",
     "plan_apply",
     "plan_events",
@@ -45,7 +47,7 @@ PROJECTORS: tuple[Projector, ...] = (
     item_states.PROJECTOR,
     beliefs.PROJECTOR,
     belief_states.PROJECTOR,
-    embeddings.SEARCH,
+    search_index.SEARCH,
     embeddings.VECTORS,
     governance.PROJECTOR,
     grants.PROJECTOR,
@@ -75,6 +77,11 @@ _SET_CHECKPOINTS_SQL = (
     "ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
 )
 _SET_CHECKPOINTS = text(_SET_CHECKPOINTS_SQL)
+
+
+def digest_queries() -> dict[str, str]:
+    """Per table whose layout depends on batching, the SELECT of its canonical contents (``Projector.digests``)."""
+    return {t: q for p in PROJECTORS for t, q in p.digests.items()}
 
 
 def deferrable_tables() -> list[str]:

@@ -21,6 +21,7 @@ from projections.registry import (
     apply_events,
     cache_tables,
     deferrable_tables,
+    digest_queries,
     lazy_projectors,
     plan_apply,
     projector_names,
@@ -33,6 +34,7 @@ __all__ = [
     "catch_up",
     "catch_up_engine",
     "drop_snapshot",
+    "hold_catch_up_lock",
     "live_digests",
     "rebuild",
     "shadow_digests",
@@ -45,6 +47,8 @@ _LOCK_NOT_AVAILABLE = "55P03"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Advisory lock namespace: one catch-up (or rebuild) of a lazy projector at a time.
 _CATCH_UP_NS = 80_0239
+# The most events one ``Projector.advance`` call folds (one statement; its working set grows with the stretch).
+_ADVANCE_STRETCH = 100_000
 # Where the inline read models stand (every inline checkpoint advances with each append, so any one of them is
 # the log position these tables describe: the head live, the prefix end in a time-travel schema).
 _POSITIONS = text(
@@ -103,7 +107,7 @@ class RebuildReport:
         }
 
 
-def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> dict[str, int]:
+def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False, limit: int | None = None) -> dict[str, int]:
     """Bring every lazy projector up to the inline read models' position in ``conn``'s transaction; events applied
     (for a projector built from nothing, ``Projector.build``: the log position its tables now describe).
 
@@ -111,6 +115,8 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> d
     never apply the same event twice. Appends are never blocked (no chain lock is taken). A build from nothing
     makes its tables' indexes and keys after filling them when it can lock the tables at once (``_lock_now``).
     ``private``: the read models are this transaction's own (a shadow schema): no lock, no live catch-up waits.
+    ``limit``: move a projector that folds stretches of the log (``Projector.advance``) at most this many positions
+    (a caller that commits between calls makes its progress visible as it goes).
     """
     applied: dict[str, int] = {}
     inline = projector_names()
@@ -125,6 +131,17 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> d
             target, done = conn.execute(_POSITIONS, {"inline": inline, "lazy": p.name}).one()
             if done >= target:
                 continue
+        if p.advance is not None:
+            if limit is not None:
+                target = min(target, done + limit)
+            after = done
+            while after < target:
+                upto = min(target, after + _ADVANCE_STRETCH)
+                p.advance(conn, after, upto)
+                after = upto
+            conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": target})
+            applied[p.name] = target - done
+            continue
         if done == 0 and p.build is not None and _empty(conn, p.tables):
             with _indexes_deferred(conn, p.tables if _lock_now(conn, p.tables) else [], keys=True):
                 built = p.build(conn, inline)
@@ -150,6 +167,11 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False) -> d
     return applied
 
 
+def hold_catch_up_lock(conn: Connection, name: str) -> None:
+    """Take (for ``conn``'s transaction) the lock a catch-up of lazy projector ``name`` holds while it writes."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": name})
+
+
 def catch_up_engine(engine: Engine) -> dict[str, int]:
     """``catch_up`` in a transaction of its own (committed before returning)."""
     with engine.begin() as conn:
@@ -168,10 +190,12 @@ def table_digests(conn: Connection) -> tuple[dict[str, int], dict[str, str]]:
     assert raw is not None
     counts: dict[str, int] = {}
     digests: dict[str, str] = {}
+    canonical = digest_queries()
     for table, key in read_model_tables():
         digest = hashlib.sha256()
         with raw.cursor() as cur:
-            with cur.copy(f"COPY (SELECT * FROM {table} ORDER BY {key}) TO STDOUT") as copy:
+            query = canonical.get(table) or f"SELECT * FROM {table} ORDER BY {key}"
+            with cur.copy(f"COPY ({query}) TO STDOUT") as copy:
                 for block in copy:
                     digest.update(block)
             n = cur.rowcount  # the rows COPY sent (its command tag)

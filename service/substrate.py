@@ -19,7 +19,7 @@ from service.domain.items import SubstrateItem, is_generated_id
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_count
 from service.guard.secrets import guard_view
-from service.search import ranking
+from service.search import ranking, upkeep
 from service.search.upkeep import note_search
 from service.store import reads
 from service.store.bulk_append import BulkAppender
@@ -313,8 +313,8 @@ class Substrate:
 
     # ----------------------------------------------------------------- search
     def reindex(self) -> None:
-        """(Re)fit the embedding index of every dirty visibility domain."""
-        ranking.reindex(self.engine)
+        """Bring the search index up to the log and (re)fit the embedding of every dirty visibility domain."""
+        upkeep.reindex(self.engine)
 
     def search(
         self, query: Any, k: int = 5, *, kind: str | None = None, scope: str | None = None

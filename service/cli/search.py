@@ -47,7 +47,8 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    from service.search.ranking import embedder_status, reindex
+    from service.search.ranking import embedder_status
+    from service.search.upkeep import reindex
 
     store = open_store(args)
     try:

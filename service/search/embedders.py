@@ -1,10 +1,12 @@
 """Per-domain embedders: fit TF-IDF + truncated SVD on one domain's own text items, persist it, embed into pgvector.
 
-A domain (one scope, or ``*`` for everything) is refitted only when its ``search_domains.changed_seq`` differs
-from the ``fitted_seq`` its embedder was fitted at. A refit either folds the changed items into the existing
-model (cheap; a few HNSW inserts) or, when the domain drifted too far since the last full fit, fits a new model
-and bulk-loads a fresh vector partition (COPY, then index build, then swap). Everything a fit reads is the
-domain's own rows, so a scope's model never sees another scope's text (MXR-080-0237).
+Run by the upkeep (``service.search.upkeep``), never by a search. A domain (one scope, or ``*`` for everything) is
+refitted only when its ``search_domains.changed_seq`` differs from the ``fitted_seq`` its embedder was fitted at.
+A refit either folds the changed items into the existing model (cheap; a few HNSW inserts) or, when the domain
+drifted too far since the last full fit, fits a new model and bulk-loads a fresh vector partition (COPY, then index
+build, then swap). Everything a fit reads is the domain's own live docs (``projections.search_index``) as of the
+search checkpoint, so a scope's model never sees another scope's text (MXR-080-0237). A vector records the doc it
+embeds (``item_seq``); a search counts it only while that doc is the item's live one.
 """
 
 from __future__ import annotations
@@ -23,10 +25,9 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from sqlalchemy.engine import Connection, Engine
 
-from projections.embeddings import ALL_DOMAIN
-from projections.embeddings import NAME as SEARCH_PROJECTOR
+from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
-from projections.runner import catch_up_engine
+from projections.search_index import ALL_DOMAIN
 
 __all__ = ["DIM", "MIN_FIT_DOCS", "EmbedderState", "embedder_state", "refit", "state_from_row", "state_statement"]
 
@@ -45,18 +46,20 @@ _STATE = text(
     "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN search_domains d USING (domain) "
     "LEFT JOIN embedders e USING (domain)"
 )
-_SCOPE = "AND sd.scope = :scope "
-# Documents first (a fold-in keeps only those written since the fit), then their postings by primary key.
+_SCOPE = "AND d.scope = :scope "
+# A domain's live text docs, in a deterministic order (the fit's rows), or (``pending``) those of the items an item
+# event touched since the fit: O(changes), not O(domain). Vectors of changed or removed items were already deleted
+# by the inline ``vectors`` projector in the writing transaction.
 _CORPUS = (
-    "WITH d AS MATERIALIZED (SELECT sd.item_id, sd.seq, sd.kind, sd.thash FROM search_docs sd "
-    "WHERE sd.has_text {scope}{pending}) "
-    "SELECT d.item_id, d.seq, d.kind, array_agg(t.term ORDER BY t.term), array_agg(t.tf ORDER BY t.term) "
-    "FROM d JOIN item_terms t ON t.item_id = d.item_id "
-    "GROUP BY d.item_id, d.seq, d.kind, d.thash ORDER BY d.thash, d.item_id"
+    "SELECT d.item_id, d.doc, d.kind, d.terms, d.tfs FROM search_docs d {pending}"
+    "WHERE d.to_seq IS NULL AND d.has_text {scope}ORDER BY d.thash, d.doc"
 )
-# A fold-in reads only the text items written since the fit (index on seq): O(changes), not O(domain). Vectors of
-# changed or removed items were already deleted by the projector in the writing transaction.
-_PENDING = "AND sd.seq > :since "
+_PENDING = (
+    "JOIN (SELECT DISTINCT x.item_id FROM public.events e CROSS JOIN LATERAL (SELECT e.data->'item'->>'id' AS item_id "
+    "UNION ALL SELECT e.data->>'removed' UNION ALL SELECT e.data->>'id') x WHERE e.seq > :since "
+    "AND e.type = ANY(CAST(:types AS text[])) AND x.item_id IS NOT NULL) t USING (item_id) "
+)
+_TYPES = sorted(ITEM_EVENTS | {"ItemRemoved"})
 _UPSERT = text(
     "INSERT INTO embedders (domain, domain_id, version, dim, n_fit, n_folded, n_vectors, vocab, fitted_seq, "
     "fitted_at, params) VALUES (:domain, :did, :version, :dim, :n_fit, :n_folded, :n_vectors, :vocab, :seq, now(), "
@@ -74,29 +77,24 @@ class EmbedderState:
     domain_id: int | None
     dim: int
     n_vectors: int
-    fresh: bool
 
 
-# The same, plus (in the same round trip) this transaction's settings for the ranking statement that follows:
-# ef_search, iterative scans for when a kind filter drops rows, and generic plans. psycopg prepares a statement
-# from its 5th execution on a connection; the ranking statement fences every lookup into an index probe, so its
-# generic plan is the plan, and reusing it saves the ~1 ms the planner spends on it per search.
-# ``behind``: the lazy search projector has events to catch up on (see projections.runner.catch_up).
+# A domain's embedder, plus (in the same round trip) this transaction's settings for the ranking statement that
+# follows: ef_search, iterative scans for when a kind filter drops rows, and generic plans. psycopg prepares a
+# statement from its 5th execution on a connection; the ranking statement fences every lookup into an index probe,
+# so its generic plan is the plan, and reusing it saves the ~1 ms the planner spends on it per search.
 _STATE_FOR_SEARCH = text(
-    "SELECT d.changed_seq, d.n_text, e.domain_id, e.dim, e.n_vectors, e.fitted_seq, e.version, "
+    "SELECT e.domain_id, e.dim, e.n_vectors, "
     "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-    "(SELECT coalesce(max(seq) FILTER (WHERE name <> :lazy), 0) > coalesce(max(seq) FILTER (WHERE name = :lazy), 0) "
-    " FROM checkpoints), "
     "set_config('plan_cache_mode', 'force_generic_plan', true) "
-    "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN search_domains d USING (domain) "
-    "LEFT JOIN embedders e USING (domain)"
+    "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN embedders e USING (domain)"
 )
-# search() sends it through the driver, in one pipeline with the ranking statement (service/embedding.py).
+# search() sends it through the driver, in one pipeline with the ranking statement (service/search/ranking.py).
 _STATE_FOR_SEARCH_DRIVER = str(_STATE_FOR_SEARCH.compile(dialect=psycopg_dialect()))
 
 
 def embedder_state(conn: Connection, domain: str, *, ef_search: int = 40) -> EmbedderState:
-    """The domain's embedder and whether it was fitted at its current content; sets this transaction's ef_search.
+    """The domain's last fitted embedder; sets this transaction's ef_search.
 
     Also makes the rest of the transaction use generic plans for prepared statements (the ranking statement).
     """
@@ -110,22 +108,18 @@ def state_statement(domain: str, ef_search: int) -> tuple[str, dict[str, Any]]:
 
 def _state_params(domain: str, ef_search: int) -> dict[str, Any]:
     """The parameters of the state statement."""
-    return {"domain": domain, "ef": str(ef_search), "lazy": SEARCH_PROJECTOR}
+    return {"domain": domain, "ef": str(ef_search)}
 
 
 def state_from_row(domain: str, r: Sequence[Any]) -> EmbedderState:
     """The EmbedderState of one row of the state statement."""
-    changed, did, dim, n_vec, fitted, version, behind = r[0], r[2], r[3], r[4], r[5], r[6], r[9]
-    fresh = not behind and (changed is None or (did is not None and fitted == changed and version == VERSION))
-    return EmbedderState(domain, did, int(dim or 0), int(n_vec or 0), fresh)
+    did, dim, n_vec = r[0], r[1], r[2]
+    return EmbedderState(domain, did, int(dim or 0), int(n_vec or 0))
 
 
 def refit(engine: Engine, domain: str, *, full: bool = False) -> None:
-    """Bring ``domain``'s embedder up to date (fold-in, or a full fit when drifted or ``full``); one transaction.
-
-    The search postings it reads are caught up first, in a short transaction of their own.
-    """
-    catch_up_engine(engine)
+    """Bring ``domain``'s embedder up to date with the search read models (fold-in, or a full fit when drifted or
+    ``full``); one transaction."""
     with engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:ns, hashtext(:domain))"), {"ns": _LOCK_NS, "domain": domain})
         r = conn.execute(_STATE, {"domain": domain}).one()
@@ -183,7 +177,7 @@ def _clear(conn: Connection, did: int) -> None:
 
 def _corpus(conn: Connection, scope: str | None, since: int | None = None) -> list[Any]:
     sql = _CORPUS.format(scope=_SCOPE if scope is not None else "", pending=_PENDING if since is not None else "")
-    return list(conn.execute(text(sql), {"scope": scope, "since": since}).all())
+    return list(conn.execute(text(sql), {"scope": scope, "since": since, "types": _TYPES}).all())
 
 
 def _cursor(conn: Connection) -> Any:

@@ -1,21 +1,31 @@
-"""Search over one visibility domain: BM25 on stemmed postings fused with a per-domain learned embedding, in SQL.
+"""Search over one visibility domain: BM25 on the search read models fused with the domain's learned embedding.
 
 A domain is one scope, or every scope (``ALL_DOMAIN``, shown as ``*``) when ``scope=None``. Everything a ranking
 reads -- document frequencies, lengths, the embedder, the vectors -- belongs to that domain alone (MXR-080-0237).
 
-Scores are in [0, 1]: ``lex`` is BM25 over the item's surface (text, serialized payload, tags) divided by the
-query's BM25 ceiling (every query term, saturated), its idf counting the domain as at least IDF_MIN_DOCS items; ``cos`` is the cosine in the domain's embedding, clipped at
-0 (and below MIN_COS). A text item that has a vector scores ``DENSE_WEIGHT * cos + (1 - DENSE_WEIGHT) * lex``;
-every other item (structured items, and text items of a domain too small to fit an embedder) scores ``lex``.
+A search writes nothing and takes no lock a writer waits on: it reads the index as of the search checkpoint plus
+the items written since (the tail, tokenized in the same statement), so it sees every committed write without
+projecting anything. Keeping the index current and fitting embedders is the upkeep's job
+(``service.search.upkeep``); a search uses whatever embedder was fitted last, and ranks the items it has no
+current vector for lexically.
+
+Scores are calibrated to [0, 1] on one scale for every domain (docs/search.md):
+- ``lex = min(1, BM25(q, d) / BM25(q, q))``: the item's BM25 over its surface (text, serialized payload, tags)
+  divided by the query's own BM25 scored as a document of the same domain (its term counts and length), so an
+  item whose surface equals the query scores 1 and one sharing no term with it 0; idf counts the domain as at
+  least IDF_MIN_DOCS items, and only the MAX_TERMS highest-idf distinct query terms count (in both);
+- ``c = max(0, (cos - MIN_COS) / (1 - MIN_COS))`` with ``cos`` the cosine in the domain's embedding;
+- a text item with a vector of its current text scores ``(1 - DENSE_WEIGHT) * lex + DENSE_WEIGHT * c``, every
+  other item ``lex``.
 Candidates are the union of the lexical top LEX_CANDIDATES and the nearest-neighbour top CANDIDATES (HNSW, or an
-exact scan in small domains). The lexical top is ranked by the sum, over the postings read, of the term's idf times
-the posting's stored saturation ``imp`` (tf saturated at a fixed reference length); a rare term's postings are read
-whole, a common term's PER_TERM strongest only, so a very common term costs a bounded scan. Every candidate is then
-rescored exactly as above and ranked by ``ORDER BY score DESC LIMIT k``, equal scores oldest first (the seq of
-the item's last write: insertion order for items never rewritten, as the spec's stable sort keeps it). When fewer
-than k items score above zero, the rest of the k are the other items of the filtered set at score 0.0, in
-insertion order (the spec's search ranks every candidate; an exact zero means no overlap at all, which callers
-such as retrieve_action exclude as evidence).
+exact scan in small domains), plus every tail item sharing a term with the query. The lexical top is ranked by the
+sum, over the postings read, of the term's idf times the posting's stored saturation ``imp``; a rare term's
+postings are read whole, a common term's PER_TERM strongest of each segment only. Every candidate is then scored
+exactly as above and ranked by ``ORDER BY score DESC LIMIT k``, equal scores oldest first (the seq of the item's
+last write: insertion order for items never rewritten, as the spec's stable sort keeps it). When fewer than k
+items score above zero, the rest of the k are the other items of the filtered set at score 0.0, in insertion
+order (the spec's search ranks every candidate; an exact zero means no overlap at all, which callers such as
+retrieve_action exclude as evidence).
 
 Queries are tokenized like the items (PostgreSQL ``english``: stemmed, stopwords dropped). A non-text query (a
 number, a dict of fields, a list) is serialized as payloads are and ranked by ``lex`` alone, the spec's lexical
@@ -33,14 +43,14 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
 from projections import loads
-from projections.embeddings import ALL_DOMAIN, BM25_B, BM25_K1, TS_CONFIG
-from projections.runner import catch_up_engine
+from projections.items import ITEM_EVENTS
+from projections.search_index import ALL_DOMAIN, BM25_B, BM25_K1, HEAD, NAME, TS_CONFIG
 from service.domain.items import MODALITIES, SubstrateItem
 from service.domain.validation import InvalidArgument
-from service.search.embedders import VERSION, EmbedderState, embedder_state, refit, state_from_row, state_statement
+from service.search.embedders import EmbedderState, embedder_state, state_from_row, state_statement
+from service.search.statements import ranking_sql
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -49,11 +59,10 @@ __all__: list[str] = []
 
 DENSE_WEIGHT = 0.1  # tuned on SciFact train claims (bench/retrieval_quality.py); lexical evidence dominates
 # Candidate lists (each at least k) and posting depths: on bench/search.py (100k items) these give recall@10 0.91
-# against the exhaustive ranking, where the former 20 + 20 candidates over deeper reads (PER_TERM 128, RARE_DF 2000)
-# gave 0.90 for about twice the work; each candidate costs three index probes to rescore.
+# against the exhaustive ranking; each candidate costs a probe of its doc row to rescore.
 LEX_CANDIDATES = 30
 CANDIDATES = 25
-PER_TERM = 32  # strongest postings read per common query term
+PER_TERM = 32  # strongest postings read per common query term and segment (beyond HEAD: the whole lists)
 RARE_DF = 1000  # a query term in at most this many items is read whole: rare terms are the discriminative ones
 MAX_TERMS = 64  # highest-idf distinct query terms used (long queries, e.g. a whole item's text)
 EXACT_MAX = 2000  # domains with at most this many vectors are searched exactly (~1 ms), larger ones through HNSW
@@ -67,99 +76,11 @@ MAX_K = 2**31 - 1  # "up to k": no domain holds more, and the statement's LIMITs
 PIPELINE_MAX_QUERY = 8192
 MIN_COS = 0.05  # cosines below this are noise in a small learned space: they add nothing to a score
 # idf counts a domain as at least this many documents. In a handful of items a matched term occurs in most of them
-# and an unmatched one in none, so plain BM25 idf makes any partial match look like no match: "refunds policy"
-# against the one item "refunds within 30 days" scored 0.08, under the 0.15 an investigation needs. Domains this
-# large or larger rank exactly as plain BM25.
+# and an unmatched one in none, so plain BM25 idf makes any partial match look like no match. Domains this large
+# or larger rank exactly as plain BM25.
 IDF_MIN_DOCS = 100
-
-_LEXICAL = """
-WITH st AS (
-  SELECT greatest(n_docs, :idf_docs)::float8 AS n, greatest(total_len::float8 / greatest(n_docs, 1), 1.0) AS avgdl
-  FROM search_domains WHERE domain = :domain
-), qw AS MATERIALIZED (
-  SELECT q.term, coalesce(f.df, 0) AS df,
-         ln(1 + (st.n - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5)) AS idf
-  FROM (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector(CAST(:cfg AS regconfig), :q)) l) q
-  CROSS JOIN st LEFT JOIN term_df f ON f.domain = :domain AND f.term = q.term
-  ORDER BY coalesce(f.df, 0) > 0 DESC, 3 DESC, q.term LIMIT :max_terms
-), z AS (
-  SELECT sum(idf) * (:k1 + 1) AS z FROM qw
-), qa AS MATERIALIZED (
-  SELECT array_agg(term) AS terms, array_agg(idf) AS idfs FROM qw
-), lexc AS (
-  SELECT p.item_id FROM qw CROSS JOIN {scopes} CROSS JOIN LATERAL (
-    SELECT t.item_id, t.imp FROM item_terms t
-    WHERE t.scope = sc.scope AND t.term = qw.term AND (CAST(:kind AS text) IS NULL OR t.kind = :kind)
-    ORDER BY t.imp DESC LIMIT CASE WHEN qw.df <= :rare_df THEN qw.df ELSE :per_term END) p
-  WHERE qw.df > 0
-  GROUP BY p.item_id
-  ORDER BY sum(qw.idf * p.imp) DESC, p.item_id
-  LIMIT :n_lex
-){dense_ctes}, scored AS (
-  SELECT c.item_id, {score} AS score, i.seq
-  FROM cand c CROSS JOIN z CROSS JOIN st CROSS JOIN qa
-  CROSS JOIN LATERAL (SELECT sd.seq, sd.kind, sd.scope FROM search_docs sd WHERE sd.item_id = c.item_id OFFSET 0) i
-  CROSS JOIN LATERAL (
-    SELECT sum(qa.idfs[array_position(qa.terms, t.term)] * t.tf * (:k1 + 1)
-               / (t.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl))) AS s
-    FROM item_terms t WHERE t.item_id = c.item_id AND t.term = ANY(qa.terms)
-  ) l {dense_join}
-  WHERE (CAST(:kind AS text) IS NULL OR i.kind = :kind) {scope_i}
-), top AS (
-  SELECT item_id, score, seq FROM scored WHERE score > 0 ORDER BY score DESC, seq, item_id LIMIT :k
-)
-SELECT it.doc::text, top.score FROM top
-CROSS JOIN LATERAL (SELECT doc FROM items WHERE id = top.item_id OFFSET 0) it
-ORDER BY top.score DESC, top.seq, top.item_id
-"""
-# The all-scopes domain reads each scope's postings (one index serves both; see migration 0002).
-_ALL_SCOPES = "(SELECT domain AS scope FROM search_domains WHERE domain <> '' AND n_docs > 0) sc"
-_CAND_LEX = ", cand AS (SELECT item_id FROM lexc)"
-_DENSE = """, qv AS (
-  SELECT sum(e.vec) AS v FROM qw JOIN embedder_terms e ON e.domain_id = :did AND e.term = qw.term
-), denc AS (
-  SELECT v.item_id, v.item_seq, 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
-  WHERE v.domain_id = :did AND (CAST(:kind AS text) IS NULL OR v.kind = :kind) AND (SELECT v FROM qv) IS NOT NULL
-  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n_dense
-), cand AS (
-  SELECT item_id, item_seq, cos FROM denc
-  UNION ALL SELECT item_id, NULL, NULL FROM lexc WHERE item_id NOT IN (SELECT item_id FROM denc)
-)"""
-# A vector embedded at an older version of the item never counts (the item changed since: its old text). A nearest
-# neighbour brings its own; a lexical candidate's is looked up.
-_DENSE_JOIN = """
-  LEFT JOIN LATERAL (
-    SELECT 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
-    WHERE c.item_seq IS NULL AND v.domain_id = :did AND v.item_id = c.item_id AND v.item_seq = i.seq OFFSET 0) d
-  ON true CROSS JOIN LATERAL (SELECT CASE WHEN c.item_seq = i.seq THEN c.cos ELSE d.cos END AS cos) e"""
-_SCORE_DENSE = (
-    "CASE WHEN e.cos IS NULL THEN coalesce(l.s / z.z, 0) "
-    "ELSE :w * CASE WHEN e.cos >= :min_cos THEN e.cos ELSE 0 END + (1 - :w) * coalesce(l.s / z.z, 0) END"
-)
-_SCORE_LEX = "coalesce(l.s / z.z, 0)"
-
-
-def _sql(scoped: bool, dense: bool, exact: bool) -> str:
-    # Built only from the fixed fragments above: no caller input ever reaches the SQL text. Compiled once to the
-    # driver's placeholders.
-    return _compiled(
-        _LEXICAL.format(
-            scopes="(SELECT CAST(:scope AS text) AS scope) sc" if scoped else _ALL_SCOPES,
-            scope_i="AND i.scope = :scope" if scoped else "",
-            dense_ctes=_DENSE.format(exact=" + 0" if exact else "") if dense else _CAND_LEX,
-            dense_join=_DENSE_JOIN if dense else "",
-            score=_SCORE_DENSE if dense else _SCORE_LEX,
-        )
-    )
-
-
-def _compiled(sql: str) -> str:
-    return str(text(sql).compile(dialect=psycopg_dialect()))
-
-
-# The OFFSET 0 fences keep every per-candidate lookup an index probe under the generic plan every search uses (see
-# vectors._STATE_FOR_SEARCH), where the planner cannot see how few candidates there are.
-_SQL = {(s, d, e): _sql(s, d, e) for s in (False, True) for d in (False, True) for e in (False, True)}
+LIVE_SLACK = 2  # lexical candidates read per one kept: room for postings of docs that ended since their segment
+_ITEM_TYPES = sorted(ITEM_EVENTS | {"ItemRemoved"})
 
 
 def _check(query: Any, kind: Any, scope: Any) -> str:
@@ -193,37 +114,13 @@ def _storable(scope: str | None) -> bool:
     )
 
 
-def reindex(engine: Engine) -> list[str]:
-    """Refit every domain whose embedder is missing or older than the domain's text; the refitted domains."""
-    catch_up_engine(engine)
-    domains = stale_domains(engine)
-    for domain in domains:
-        refit(engine, domain)
-    return [_label(d) for d in domains]
-
-
-def stale_domains(engine: Engine) -> list[str]:
-    """The domains whose embedder is missing or older than the domain's text (as of the caught-up postings)."""
-    with engine.connect() as c:
-        return [
-            r[0]
-            for r in c.execute(
-                text(
-                    "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
-                    "WHERE e.domain IS NULL OR e.fitted_seq <> d.changed_seq OR e.version <> :v ORDER BY d.domain"
-                ),
-                {"v": VERSION},
-            )
-        ]
-
-
 def _label(domain: str) -> str:
     return "*" if domain == ALL_DOMAIN else domain
 
 
 def embedder_status(engine: Engine) -> list[dict[str, Any]]:
-    """One row per domain: its size and its embedder (mode, dimensions, vectors, whether it is stale)."""
-    catch_up_engine(engine)
+    """One row per domain, as of the search checkpoint: its size and its embedder (mode, dimensions, vectors,
+    whether it is stale)."""
     with engine.connect() as c:
         rows = c.execute(
             text(
@@ -288,11 +185,13 @@ def _ranked(
 ) -> list[tuple[Any, float]]:
     """The items scoring above zero, best first, at most k."""
     domain = ALL_DOMAIN if scope is None else scope
+    n_lex = max(k, LEX_CANDIDATES)
     n_dense = max(k, CANDIDATES)
     params = {
         "q": q,
         "k": k,
-        "n_lex": max(k, LEX_CANDIDATES),
+        "n_lex": n_lex,
+        "n_over": LIVE_SLACK * n_lex,
         "n_dense": n_dense,
         "kind": kind,
         "scope": scope,
@@ -304,42 +203,21 @@ def _ranked(
         "min_cos": MIN_COS,
         "idf_docs": IDF_MIN_DOCS,
         "per_term": max(PER_TERM, k),
+        "head": HEAD,
         "max_terms": MAX_TERMS,
         "rare_df": RARE_DF,
+        "lazy": NAME,
+        "types": _ITEM_TYPES,
     }
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
         try:
-            return _pipelined_search(engine, domain, ef, params)
+            for _ in range(2):  # a second round only when the domain asked for another variant than the one sent
+                hits = _pipelined(engine, domain, ef, params)
+                if hits is not None:
+                    return hits
         except psycopg.Error:
             pass  # the plain path below reports it (or recovers) the way every SQLAlchemy statement does
-    for _ in range(3):
-        with engine.begin() as c:
-            state = embedder_state(c, domain, ef_search=ef)
-            if state.fresh:
-                return _rank(c, state, params)
-        refit(engine, domain)
-    return _rank_as_fitted(engine, domain, ef, params)
-
-
-def _pipelined_search(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
-    """search() with one round trip per attempt (see _pipelined); refits a stale domain up to 3 times."""
-    refits = 0
-    for _ in range(6):
-        state, hits = _pipelined(engine, domain, ef, params)
-        if hits is not None:
-            return hits
-        if not state.fresh:
-            if refits == 3:
-                break
-            refit(engine, domain)
-            refits += 1
-        # else: fresh, but the domain asked for another statement variant than the one sent; it is known now
-    return _rank_as_fitted(engine, domain, ef, params)
-
-
-def _rank_as_fitted(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]]:
-    """A writer keeps dirtying the domain: rank with what is fitted."""
     with engine.begin() as c:
         return _rank(c, embedder_state(c, domain, ef_search=ef), params)
 
@@ -354,11 +232,9 @@ def _variant(state: EmbedderState) -> tuple[int | None, bool, bool]:
     return state.domain_id, state.dim > 0 and state.domain_id is not None, state.n_vectors <= EXACT_MAX
 
 
-def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> tuple[EmbedderState, Any]:
-    """BEGIN, the domain state (and settings), the ranking statement, COMMIT, in one round trip: (state, hits).
-
-    hits is None when the state is not fresh or asks for another variant than the one sent (nothing to use).
-    """
+def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> list[tuple[Any, float]] | None:
+    """BEGIN, the domain state (and settings), the ranking statement, COMMIT, in one round trip; None when the
+    state asks for another variant of the statement than the one sent (it is known for the next round)."""
     known = _VARIANTS.setdefault(engine, {})
     guess = known.get(domain)
     state_sql, state_params = state_statement(domain, ef)
@@ -366,14 +242,13 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
     try:
         dc: Any = raw.driver_connection
         # Prepared at once (psycopg would wait for a 5th execution, and forgets them all at any rollback on the
-        # connection), and committed, not rolled back, for the same reason.
+        # connection), and committed, not rolled back, for the same reason (the transaction wrote nothing).
         with dc.pipeline():
             got_state = dc.execute(state_sql, state_params, prepare=True)
             ranked = None
             if guess is not None:
-                ranked = dc.execute(
-                    _SQL[(params["scope"] is not None, guess[1], guess[2])], {**params, "did": guess[0]}, prepare=True
-                )
+                sql = ranking_sql(scoped=params["scope"] is not None, dense=guess[1], exact=guess[2])
+                ranked = dc.execute(sql, {**params, "did": guess[0]}, prepare=True)
             dc.commit()
         state = state_from_row(domain, got_state.fetchone())
         rows = ranked.fetchall() if ranked is not None else []
@@ -387,14 +262,12 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
         if len(known) >= _MAX_VARIANTS:
             known.clear()
         known[domain] = variant
-    if not state.fresh or guess != variant:
-        return state, None
-    return state, _hits(rows)
+    return _hits(rows) if guess == variant else None
 
 
 def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
-    dense, exact = _variant(state)[1:]
-    sql = _SQL[(params["scope"] is not None, dense, exact)]
+    _, dense, exact = _variant(state)
+    sql = ranking_sql(scoped=params["scope"] is not None, dense=dense, exact=exact)
     return _hits(c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all())
 
 

@@ -126,14 +126,14 @@ def test_url_prints_what_psql_connects_to(tmp_path: Path, capsys) -> None:  # ty
 def test_stats_reports_events_items_per_scope_sizes_and_the_wal(store, capsys) -> None:  # type: ignore[no-untyped-def]
     for n in range(30):
         store.add("text", f"note {n} about aspirin", scope="pharma" if n % 3 else "qa")
-    store.search("aspirin", k=3)  # builds the search postings: their tables have a size
+    store.reindex()  # builds the search postings: their tables have a size
     with store.engine.begin() as c:
         c.exec_driver_sql("ANALYZE")  # row counts are the planner's estimates: exact right after ANALYZE
     assert main(["stats", "--url", store.url, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["events"] == 30 and report["items"] == {"pharma": {"text": 20}, "qa": {"text": 10}}
     tables = {t["name"]: t for t in report["tables"]}
-    assert {"events", "items", "revisions", "item_terms"} <= set(tables)
+    assert {"events", "items", "revisions", "search_lists"} <= set(tables)
     assert tables["events"]["rows"] == 30 and tables["events"]["total_bytes"] > 0
     assert report["wal"]["bytes"] > 0 and report["wal"]["max_wal_size"] == "512MB"
     assert report["wal"]["wal_level"] == "replica"  # a standby can still stream from the embedded server

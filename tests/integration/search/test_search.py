@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from projections.embeddings import ALL_DOMAIN
 from projections.runner import catch_up_engine
+from projections.search_index import ALL_DOMAIN, SEARCH
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument
-from service.search.embedders import MIN_FIT_DOCS
+from service.search.embedders import MIN_FIT_DOCS, refit
 from service.substrate import Substrate
 
 CORPUS = [
@@ -75,9 +75,12 @@ def test_results_are_copies_and_mutating_them_changes_nothing(store: Substrate) 
 def test_the_domain_embedder_is_semantic_not_only_lexical(store: Substrate) -> None:
     fill(store)
     assert embedders(store) == {}
-    store.search("energy", k=3)
+    lexical = store.search("energy", k=3)
+    assert embedders(store) == {}  # a search fits nothing: the upkeep does
+    store.reindex()
     (dim, *_rest) = embedders(store)[ALL_DOMAIN]
     assert dim > 0  # enough text to learn an embedding: dense vectors take part in ranking
+    assert [s for _, s in store.search("energy", k=3)] != [s for _, s in lexical]
 
 
 def test_kind_and_scope_filters(store: Substrate) -> None:
@@ -154,13 +157,14 @@ def test_an_id_that_is_not_a_string_names_no_item(store: Substrate) -> None:
 def test_removed_and_updated_items_never_match_their_old_text(store: Substrate) -> None:
     fill(store)
     store.add("text", "Zebrafish regenerate heart tissue after injury", id="zebra")
+    store.reindex()
     assert store.search("zebrafish heart", k=1)[0][0].id == "zebra"  # fitted with the zebrafish text
-    store.update("zebra", text="Sourdough starters need regular feeding")
-    # The stale vector is gone in the same transaction as the event, before any refit.
     with store.engine.connect() as c:
-        seqs = c.execute(text("SELECT item_seq FROM item_vectors WHERE item_id = 'zebra'")).scalars().all()
-        current = c.execute(text("SELECT seq FROM items WHERE id = 'zebra'")).scalar_one()
-    assert all(s == current for s in seqs)
+        assert c.execute(text("SELECT count(*) FROM item_vectors WHERE item_id = 'zebra'")).scalar_one() == 2
+    store.update("zebra", text="Sourdough starters need regular feeding")
+    # The stale vectors are gone in the same transaction as the event, before any refit.
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM item_vectors WHERE item_id = 'zebra'")).scalar_one() == 0
     assert "zebra" not in {it.id for it, _ in store.search("zebrafish heart regenerate", k=20)}
     assert store.search("sourdough feeding", k=1)[0][0].id == "zebra"
     store.remove("doc-14")
@@ -170,10 +174,12 @@ def test_removed_and_updated_items_never_match_their_old_text(store: Substrate) 
 
 def test_small_changes_fold_in_and_large_ones_refit(store: Substrate) -> None:
     fill(store)
-    store.search("energy", k=1)
+    store.reindex()
     dim, seq0, _at, n_fit, n_folded = embedders(store)[ALL_DOMAIN]
     assert (n_fit, n_folded) == (len(CORPUS), 0)
     store.add("text", "Quantum computers use superconducting qubits", id="q1")
+    assert store.search("superconducting qubits", k=1)[0][0].id == "q1"  # before any refit: ranked lexically
+    store.reindex()
     assert store.search("superconducting qubits", k=1)[0][0].id == "q1"
     _, seq1, _, n_fit1, n_folded1 = embedders(store)[ALL_DOMAIN]
     assert seq1 > seq0 and (n_fit1, n_folded1) == (n_fit, 1)
@@ -192,7 +198,7 @@ def test_writes_only_mark_domains_dirty_and_the_rule_follows_text(store: Substra
     store.reindex()
     assert embedders(store) == fitted
     store.put(SubstrateItem(kind="record", payload={"k": "v"}, scope="s", id="doc-0"))  # text replaced by none
-    catch_up_engine(store.engine)  # what any search does first: the lazy postings (and dirty marks) catch up
+    catch_up_engine(store.engine)  # what the upkeep does first: the lazy postings (and dirty marks) catch up
     with store.engine.connect() as c:
         stale = c.execute(
             text(
@@ -211,6 +217,8 @@ def test_scope_isolation_results_and_scores_ignore_other_scopes(make_store) -> N
     # Only b has another scope, sharing vocabulary (it would shift pooled document frequencies and the fit).
     fill(b, scope="theirs", prefix="t", texts=[t + " inflation energy cell" for t in CORPUS] * 2)
     b.add("record", payload={"note": "inflation energy"}, scope="theirs")
+    a.reindex()
+    b.reindex()
     for query in ("interest rates and inflation", "energy in the cell", "cooking with garlic", "zzz unknown"):
         ra = [(it.id, sc) for it, sc in a.search(query, k=10, scope="mine")]
         rb = [(it.id, sc) for it, sc in b.search(query, k=10, scope="mine")]
@@ -221,6 +229,7 @@ def test_scope_isolation_results_and_scores_ignore_other_scopes(make_store) -> N
 
 def test_a_second_handle_reuses_the_persisted_embedder(store: Substrate) -> None:
     fill(store)
+    store.reindex()
     first = store.search("vaccines immune system", k=3)
     before = embedders(store)
     other = Substrate(url=store.url)
@@ -249,6 +258,7 @@ def test_small_corpus_falls_back_to_lexical_ranking(store: Substrate) -> None:
     assert hits[0][1] > 0 and all(s >= 0 for _, s in hits)
     unmatched = store.search("football championship", k=5)  # nothing shares a word: the first five, at 0.0
     assert [(it.id, sc) for it, sc in unmatched] == [(it.id, 0.0) for it in store.all()[:5]]
+    store.reindex()
     (dim, *_r) = embedders(store)[ALL_DOMAIN]
     assert dim == 0
 
@@ -322,8 +332,9 @@ def test_rebuild_and_shadow_replay_keep_search_digests_and_vectors(store: Substr
     store.update("doc-3", text="Vaccines and boosters train immune memory")
     store.remove("b-5")
     store.add("record", payload={"x": 1.5e20, "y": [1, "two"]}, tags=["t"], scope="a")
+    store.reindex()
     before = store.search("vaccines immune", k=5, scope="a")
-    mine = ("search_docs", "item_terms", "term_df", "search_domains")
+    mine = SEARCH.tables
     with store.engine.connect() as c:
         live = {t: d for t, d in table_digests(c)[1].items() if t in mine}
     _, _, shadow = shadow_digests(store.engine)
@@ -360,12 +371,14 @@ def test_cli_search_and_reindex(store: Substrate, capsys: pytest.CaptureFixture[
         main(["search", "x", "--k", "-1", "--url", store.url])
 
 
-def test_concurrent_searches_of_a_dirty_domain_fit_it_once(store: Substrate) -> None:
+def test_concurrent_upkeeps_of_a_dirty_domain_fit_it_once(store: Substrate) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     fill(store)
+    catch_up_engine(store.engine)
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda _: store.search("glaciers and sea levels", k=3), range(4)))
+        list(pool.map(lambda _: refit(store.engine, ALL_DOMAIN), range(4)))
+    results = [store.search("glaciers and sea levels", k=3) for _ in range(2)]
     assert all([i.id for i, _ in r] == [i.id for i, _ in results[0]] for r in results)
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM embedders")).scalar_one() == 1
@@ -376,7 +389,7 @@ def test_a_prefix_rebuild_is_searched_as_of_its_prefix(store: Substrate) -> None
     from projections.runner import rebuild
 
     fill(store)
-    store.search("vaccines", k=1)
+    store.reindex()
     before = store.position
     store.update("doc-3", text="Sourdough bread needs a lively starter")
     assert store.search("sourdough starter", k=1)[0][0].id == "doc-3"
@@ -392,9 +405,10 @@ def test_concurrent_full_fits_of_different_domains_do_not_deadlock(store: Substr
 
     for scope in ("a", "b", "c"):
         fill(store, scope=scope, prefix=scope)
+    catch_up_engine(store.engine)
     with ThreadPoolExecutor(4) as pool:
-        scopes = ["a", "b", "c", None]
-        results = list(pool.map(lambda s: store.search("interest rates inflation", k=2, scope=s), scopes))
+        list(pool.map(lambda d: refit(store.engine, d, full=True), ["a", "b", "c", ALL_DOMAIN]))
+    results = [store.search("interest rates inflation", k=2, scope=s) for s in ["a", "b", "c", None]]
     assert [r[0][0].id for r in results[:3]] == ["a-9", "b-9", "c-9"]
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM embedders WHERE dim > 0")).scalar_one() == 4

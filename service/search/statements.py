@@ -1,0 +1,150 @@
+"""The ranking statement of a live search: the index as of its checkpoint plus the tail, scored in one statement.
+
+Built only from the fixed fragments below (no caller input ever reaches the SQL text) and compiled once per
+variant to the driver's placeholders: scoped or all scopes, with or without the domain's embedding, an exact
+vector scan or HNSW. The OFFSET 0 fences keep every per-candidate lookup an index probe under the generic plan
+every search uses (see ``service.search.embedders.state_statement``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
+
+__all__ = ["ranking_sql"]
+
+# The tail: items touched by the item events after the search checkpoint. Their docs in the index are "killed"
+# (the index may hold an older surface), their current states are tokenized here; counts are corrected by both.
+_TAIL = """
+ck AS MATERIALIZED (
+  SELECT coalesce((SELECT seq FROM checkpoints WHERE name = :lazy), 0) AS c
+), tid AS MATERIALIZED (
+  SELECT DISTINCT x.item_id FROM public.events e CROSS JOIN LATERAL (
+    SELECT e.data->'item'->>'id' AS item_id UNION ALL SELECT e.data->>'removed' UNION ALL SELECT e.data->>'id') x
+  WHERE e.seq > (SELECT c FROM ck) AND e.type = ANY(CAST(:types AS text[])) AND x.item_id IS NOT NULL
+), killed AS MATERIALIZED (
+  SELECT d.doc, d.dl, d.terms FROM search_docs d
+  WHERE d.to_seq IS NULL AND d.item_id IN (SELECT item_id FROM tid) {scope_d}
+), tail AS MATERIALIZED (
+  SELECT i.id AS item_id, i.kind, to_tsvector(CAST(:cfg AS regconfig), search_surface(i.doc)) AS tsv
+  FROM items i WHERE i.id IN (SELECT item_id FROM tid) {scope_i}
+), tterm AS MATERIALIZED (
+  SELECT t.item_id, l.lexeme AS term, cardinality(l.positions) AS tf FROM tail t, unnest(t.tsv) l
+), tdl AS MATERIALIZED (
+  SELECT t.item_id, t.kind, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(t.tsv) l) AS dl
+  FROM tail t
+), st AS MATERIALIZED (
+  SELECT greatest(s.n, :idf_docs)::float8 AS n, greatest(s.len::float8 / greatest(s.n, 1), 1.0) AS avgdl FROM (
+    SELECT coalesce((SELECT n_docs FROM search_domains WHERE domain = :domain), 0)
+           - (SELECT count(*) FROM killed) + (SELECT count(*) FROM tdl) AS n,
+           coalesce((SELECT total_len FROM search_domains WHERE domain = :domain), 0)
+           - (SELECT coalesce(sum(dl), 0) FROM killed) + (SELECT coalesce(sum(dl), 0) FROM tdl) AS len) s
+), qt AS MATERIALIZED (
+  SELECT l.lexeme AS term, cardinality(l.positions) AS qtf FROM unnest(to_tsvector(CAST(:cfg AS regconfig), :q)) l
+), qw AS MATERIALIZED (
+  SELECT qt.term, qt.qtf, f.df, ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5)) AS idf
+  FROM qt CROSS JOIN st CROSS JOIN LATERAL (SELECT greatest(0,
+      coalesce((SELECT sum(l.n) FROM search_lists l WHERE l.term = qt.term {scope_l}), 0)
+    - coalesce((SELECT sum(x.n) FROM search_deaths x WHERE x.term = qt.term {scope_x}), 0)
+    - (SELECT count(*) FROM killed k WHERE qt.term = ANY(k.terms))
+    + (SELECT count(*) FROM tterm t WHERE t.term = qt.term))::float8 AS df) f
+  ORDER BY f.df > 0 DESC, 4 DESC, qt.term LIMIT :max_terms
+)"""
+
+# The calibration's denominator: the query's own BM25, the query scored as a document of the domain.
+_SCALE = """, z AS (
+  SELECT sum(qw.idf * qw.qtf * (:k1 + 1) / (qw.qtf + :k1 * (1 - :b + :b * q.dl / st.avgdl))) AS z
+  FROM qw CROSS JOIN st CROSS JOIN (SELECT coalesce(sum(qtf), 0) AS dl FROM qt) q
+), qa AS MATERIALIZED (
+  SELECT array_agg(term) AS terms, array_agg(idf) AS idfs FROM qw
+)"""
+
+# Lexical candidates: per query term, every posting when the term is rare, else the strongest of each segment;
+# summed by doc; the best that are live (not ended at the checkpoint, not killed by the tail).
+_LEXICAL = """, lexc AS MATERIALIZED (
+  SELECT p.doc, sum(qw.idf * p.imp) AS s FROM qw CROSS JOIN LATERAL (
+    SELECT u.doc, u.imp FROM search_lists l CROSS JOIN LATERAL unnest(
+      CASE WHEN qw.df <= :rare_df OR l.head_docs IS NULL OR :per_term > :head THEN l.docs
+           ELSE l.head_docs[1:(:per_term)] END,
+      CASE WHEN qw.df <= :rare_df OR l.head_docs IS NULL OR :per_term > :head THEN l.imps
+           ELSE l.head_imps[1:(:per_term)] END) u(doc, imp)
+    WHERE l.term = qw.term AND NOT l.hist {scope_l} AND (CAST(:kind AS text) IS NULL OR l.kind = :kind)) p
+  WHERE qw.df > 0
+  GROUP BY p.doc ORDER BY 2 DESC, 1 LIMIT :n_over
+), lexl AS (
+  SELECT c.doc FROM lexc c CROSS JOIN LATERAL (SELECT sd.to_seq FROM search_docs sd WHERE sd.doc = c.doc OFFSET 0) d
+  WHERE d.to_seq IS NULL AND c.doc NOT IN (SELECT doc FROM killed)
+  ORDER BY c.s DESC, c.doc LIMIT :n_lex
+)"""
+_CAND_LEX = ", cand AS (SELECT doc FROM lexl)"
+_DENSE = """, qv AS (
+  SELECT sum(e.vec) AS v FROM qw JOIN embedder_terms e ON e.domain_id = :did AND e.term = qw.term
+), denc AS (
+  SELECT v.item_seq AS doc FROM item_vectors v
+  WHERE v.domain_id = :did AND (CAST(:kind AS text) IS NULL OR v.kind = :kind) AND (SELECT v FROM qv) IS NOT NULL
+  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n_dense
+), cand AS (
+  SELECT doc FROM lexl UNION SELECT doc FROM denc
+)"""
+# A doc's vector counts only when it embeds that doc (an item's later surface is another doc).
+_DENSE_JOIN = """
+  LEFT JOIN LATERAL (
+    SELECT 1 - (v.embedding <=> (SELECT v FROM qv)) AS cos FROM item_vectors v
+    WHERE v.domain_id = :did AND v.item_id = d.item_id AND v.item_seq = d.doc OFFSET 0) e ON true"""
+_LEX = "least(1.0, coalesce(l.s / z.z, 0))"
+_SCORE_DENSE = (
+    f"CASE WHEN e.cos IS NULL THEN {_LEX} "
+    f"ELSE (1 - :w) * {_LEX} + :w * greatest(0.0, (e.cos - :min_cos) / (1 - :min_cos)) END"
+)
+# Every candidate scored exactly: indexed docs from their term counts, tail items from their tsvectors.
+_SCORED = """, scored AS (
+  SELECT d.item_id, {score} AS score
+  FROM cand c CROSS JOIN z CROSS JOIN st CROSS JOIN qa
+  CROSS JOIN LATERAL (SELECT sd.* FROM search_docs sd WHERE sd.doc = c.doc OFFSET 0) d
+  CROSS JOIN LATERAL (
+    SELECT sum(qa.idfs[array_position(qa.terms, u.term)] * u.tf * (:k1 + 1)
+               / (u.tf + :k1 * (1 - :b + :b * d.dl / st.avgdl))) AS s
+    FROM unnest(d.terms, d.tfs) u(term, tf) WHERE u.term = ANY(qa.terms)) l {dense_join}
+  WHERE d.to_seq IS NULL AND d.doc NOT IN (SELECT doc FROM killed)
+    AND (CAST(:kind AS text) IS NULL OR d.kind = :kind) {scope_dd}
+  UNION ALL
+  SELECT t.item_id, least(1.0, coalesce(sum(qa.idfs[array_position(qa.terms, tt.term)] * tt.tf * (:k1 + 1)
+               / (tt.tf + :k1 * (1 - :b + :b * t.dl / st.avgdl))) / min(z.z), 0))
+  FROM tdl t JOIN tterm tt ON tt.item_id = t.item_id CROSS JOIN z CROSS JOIN st CROSS JOIN qa
+  WHERE tt.term = ANY(qa.terms) AND (CAST(:kind AS text) IS NULL OR t.kind = :kind)
+  GROUP BY t.item_id
+), top AS (
+  SELECT s.item_id, s.score, i.seq, i.doc FROM scored s
+  CROSS JOIN LATERAL (SELECT it.seq, it.doc FROM items it WHERE it.id = s.item_id OFFSET 0) i
+  WHERE s.score > 0 ORDER BY s.score DESC, i.seq, s.item_id LIMIT :k
+)
+SELECT top.doc::text, top.score FROM top ORDER BY top.score DESC, top.seq, top.item_id
+"""
+
+
+def _compiled(sql: str) -> str:
+    return str(text(sql).compile(dialect=psycopg_dialect()))
+
+
+def _build(scoped: bool, dense: bool, exact: bool) -> str:
+    scope = {
+        "scope_d": "AND d.scope = :scope" if scoped else "",
+        "scope_dd": "AND d.scope = :scope" if scoped else "",
+        "scope_i": "AND i.scope = :scope" if scoped else "",
+        "scope_l": "AND l.scope = :scope" if scoped else "",
+        "scope_x": "AND x.scope = :scope" if scoped else "",
+    }
+    sql = "WITH " + _TAIL.format(**scope) + _SCALE + _LEXICAL.format(**scope)
+    sql += _DENSE.format(exact=" + 0" if exact else "") if dense else _CAND_LEX
+    sql += _SCORED.format(
+        score=_SCORE_DENSE if dense else _LEX, dense_join=_DENSE_JOIN if dense else "", scope_dd=scope["scope_dd"]
+    )
+    return _compiled(sql)
+
+
+_SQL = {(s, d, e): _build(s, d, e) for s in (False, True) for d in (False, True) for e in (False, True)}
+
+
+def ranking_sql(*, scoped: bool, dense: bool, exact: bool) -> str:
+    """The ranking statement of one variant, in the driver's placeholders."""
+    return _SQL[(scoped, dense, exact)]
