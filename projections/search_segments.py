@@ -41,22 +41,24 @@ _MERGE = text(
 _RANGE = text("SELECT min(lo), max(hi) FROM search_segments WHERE seg = ANY(CAST(:segs AS bigint[]))")
 
 
-def _to_merge(sizes: list[tuple[int, int]]) -> list[int]:
-    """The newest segments to merge into one (none when the sizes already halve from oldest to newest)."""
+def _to_merge(sizes: list[tuple[int, int]], forced_only: bool = False) -> list[int]:
+    """The newest segments to merge into one (none when the sizes already halve from oldest to newest, or, when
+    ``forced_only``, while there are at most MAX_SEGMENTS)."""
     stack = [(size, [seg]) for seg, size in sizes]
     merged: list[int] = []
-    while len(stack) >= 2 and (stack[-2][0] <= stack[-1][0] or len(stack) > MAX_SEGMENTS):
+    while len(stack) >= 2 and ((stack[-2][0] <= stack[-1][0] and not forced_only) or len(stack) > MAX_SEGMENTS):
         (a, sa), (b, sb) = stack.pop(), stack.pop()
         stack.append((a + b, sb + sa))
         merged = stack[-1][1]
     return sorted(merged)
 
 
-def merge_segments(conn: Connection) -> int:
-    """Merge segments as the policy says, in ``conn``'s transaction; the number of segments merged away."""
+def merge_segments(conn: Connection, *, forced_only: bool = False) -> int:
+    """Merge segments as the policy says, in ``conn``'s transaction; the number of segments merged away.
+    ``forced_only``: only beyond MAX_SEGMENTS (an upkeep still catching up defers the rest)."""
     hold_catch_up_lock(conn, NAME)
     sizes = [(int(r[0]), int(r[1])) for r in conn.execute(_SEGMENTS)]
-    segs = _to_merge(sizes)
+    segs = _to_merge(sizes, forced_only)
     if len(segs) < 2:
         return 0
     lo, hi = conn.execute(_RANGE, {"segs": segs}).one()

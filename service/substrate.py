@@ -28,7 +28,7 @@ from service.store.eventread import PROGRESS_EVERY
 from service.store.eventstore import ChainReport, EventStore
 from service.store.export import SNAPSHOT_NAME, read_snapshot, write_snapshot
 from service.store.statistics import refresh_statistics
-from service.store.timetravel import open_view, resolve_position
+from service.store.timetravel import resolve_position
 
 __all__ = ["SecretPolicy", "Substrate"]
 
@@ -70,7 +70,6 @@ class Substrate:
         self.position = 0  # the log position of this handle's last write
         self.read_only = False
         self.as_of_seq: int | None = None
-        self._snapshot: Substrate | None = None
         if root is not None and _database is None:
             self._adopt_snapshot()
 
@@ -88,9 +87,6 @@ class Substrate:
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
         """Release the connection pool (an ephemeral store's database is dropped); derived handles do nothing."""
-        if self._snapshot is not None:
-            self._snapshot.close()
-            self._snapshot = None
         if self._owns_db:
             self._db.close()
 
@@ -320,23 +316,20 @@ class Substrate:
         self, query: Any, k: int = 5, *, kind: str | None = None, scope: str | None = None
     ) -> list[tuple[SubstrateItem, float]]:
         """The k most relevant items as (item, score), best first; k is an exact non-negative int. A non-text query
-        (a number, a dict of fields) ranks by lexical overlap alone."""
+        (a number, a dict of fields) ranks by lexical overlap alone. On a view from as_of(), the search as of its
+        position (lexical: see docs/search.md)."""
         require_count(k, "k")
-        if self.as_of_seq is not None:
-            return self._past_search(query, k, kind=kind, scope=scope)
-        note_search(scope)  # the background upkeep keeps the domains being searched current first
+        at = self.as_of_seq
+        if at is None:
+            note_search(scope)  # the background upkeep keeps the domains being searched current first
+
+        def run(engine: Engine) -> list[tuple[SubstrateItem, float]]:
+            return ranking.search(engine, query, k, kind=kind, scope=scope, at=at)
+
         engine = self._read_engine()
         if engine is self.engine or self._db.replica is None:
-            return ranking.search(engine, query, k, kind=kind, scope=scope)
-        return self._db.replica.run(lambda e: ranking.search(e, query, k, kind=kind, scope=scope), self.engine)
-
-    def _past_search(
-        self, query: Any, k: int, *, kind: str | None, scope: str | None
-    ) -> list[tuple[SubstrateItem, float]]:
-        # Interim, until the search read models answer as of a position: the log prefix replayed once per view.
-        if self._snapshot is None:
-            self._snapshot = Substrate(_database=open_view(self.engine, self.url, int(self.as_of_seq or 0)))
-        return ranking.search(self._snapshot.engine, query, k, kind=kind, scope=scope)
+            return run(engine)
+        return self._db.replica.run(run, self.engine)
 
     # ----------------------------------------------------------------- persistence
     def _root_for(self, root: str | os.PathLike[str] | None) -> Path:

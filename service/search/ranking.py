@@ -50,7 +50,7 @@ from projections.search_index import ALL_DOMAIN, BM25_B, BM25_K1, HEAD, NAME, TS
 from service.domain.items import MODALITIES, SubstrateItem
 from service.domain.validation import InvalidArgument
 from service.search.embedders import EmbedderState, embedder_state, state_from_row, state_statement
-from service.search.statements import ranking_sql
+from service.search.statements import past_sql, ranking_sql
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -84,6 +84,7 @@ MIN_COS = 0.3
 # or larger rank exactly as plain BM25.
 IDF_MIN_DOCS = 100
 LIVE_SLACK = 2  # lexical candidates read per one kept: room for postings of docs that ended since their segment
+PAST_SLACK = 4  # the same as of a past position, where more of the postings read belong to docs not live then
 _ITEM_TYPES = sorted(ITEM_EVENTS | {"ItemRemoved"})
 
 
@@ -151,41 +152,61 @@ def embedder_status(engine: Engine) -> list[dict[str, Any]]:
     ]
 
 
-def search(engine: Engine, query: Any, k: int, *, kind: str | None, scope: str | None) -> list[tuple[Any, float]]:
-    """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc)."""
+def search(
+    engine: Engine, query: Any, k: int, *, kind: str | None, scope: str | None, at: int | None = None
+) -> list[tuple[Any, float]]:
+    """The k best (item copy, score) pairs of ``scope``'s domain for ``query``, best first (see module doc); as of log
+    position ``at`` when given (lexical: no embedder is kept for past positions; see docs/search.md)."""
     q = _check(query, kind, scope)
     if k == 0 or not _storable(scope) or (kind is not None and kind not in MODALITIES):
         return []  # an unknown kind filters out everything, as all(kind=...) does
     k = min(k, MAX_K)
     # A non-text query ranks by lexical overlap alone: a learned text embedding has nothing to say about it.
     weight = DENSE_WEIGHT if isinstance(query, str) else 0.0
-    hits = _ranked(engine, q, k, kind=kind, scope=scope, dense_weight=weight) if q.strip() else []
+    hits: list[tuple[Any, float]] = []
+    if q.strip():
+        hits = _ranked(engine, q, k, kind=kind, scope=scope, dense_weight=weight, at=at)
     if len(hits) < k:
-        hits += _unmatched(engine, k - len(hits), kind, scope, [it.id for it, _ in hits])
+        hits += _unmatched(engine, k - len(hits), kind, scope, [it.id for it, _ in hits], at)
     return hits
 
 
 # The next n items of the filtered set in insertion order, other than the ranked ones: one index range per kind
-# ((scope, kind, pos) or (kind, pos)), merged, so no query sorts a whole scope.
+# ((scope, kind, pos) or (kind, pos)), merged, so no query sorts a whole scope. As of :at, the states valid then.
 _UNMATCHED = text(
     "SELECT x.doc::text FROM unnest(CAST(:kinds AS text[])) AS m(kind), LATERAL ("
     " SELECT i.pos, i.doc FROM items i WHERE i.kind = m.kind AND (CAST(:scope AS text) IS NULL OR i.scope = :scope)"
     " AND i.id <> ALL(CAST(:ranked AS text[])) ORDER BY i.pos LIMIT :n) x ORDER BY x.pos LIMIT :n"
 )
+_UNMATCHED_AT = text(
+    "SELECT x.doc::text FROM unnest(CAST(:kinds AS text[])) AS m(kind), LATERAL ("
+    " SELECT s.pos, r.doc FROM item_states s JOIN revisions r ON r.digest = s.digest"
+    " WHERE s.kind = m.kind AND (CAST(:scope AS text) IS NULL OR s.scope = :scope) AND s.pos <= :at"
+    " AND s.from_seq <= :at AND (s.to_seq IS NULL OR s.to_seq > :at)"
+    " AND s.item_id <> ALL(CAST(:ranked AS text[])) ORDER BY s.pos LIMIT :n) x ORDER BY x.pos LIMIT :n"
+)
 
 
 def _unmatched(
-    engine: Engine, n: int, kind: str | None, scope: str | None, ranked: list[str]
+    engine: Engine, n: int, kind: str | None, scope: str | None, ranked: list[str], at: int | None
 ) -> list[tuple[Any, float]]:
     """Items that match nothing of the query (score 0.0) to fill a search up to k, oldest first."""
     kinds = list(MODALITIES) if kind is None else [kind]
+    params = {"kinds": kinds, "scope": scope, "ranked": ranked, "n": n, "at": at}
     with engine.connect() as c:
-        rows = c.execute(_UNMATCHED, {"kinds": kinds, "scope": scope, "ranked": ranked, "n": n}).all()
+        rows = c.execute(_UNMATCHED if at is None else _UNMATCHED_AT, params).all()
     return [(SubstrateItem(**loads(r[0])), 0.0) for r in rows]
 
 
 def _ranked(
-    engine: Engine, q: str, k: int, *, kind: str | None, scope: str | None, dense_weight: float = DENSE_WEIGHT
+    engine: Engine,
+    q: str,
+    k: int,
+    *,
+    kind: str | None,
+    scope: str | None,
+    dense_weight: float = DENSE_WEIGHT,
+    at: int | None = None,
 ) -> list[tuple[Any, float]]:
     """The items scoring above zero, best first, at most k."""
     domain = ALL_DOMAIN if scope is None else scope
@@ -194,8 +215,9 @@ def _ranked(
     params = {
         "q": q,
         "k": k,
+        "at": at,
         "n_lex": n_lex,
-        "n_over": LIVE_SLACK * n_lex,
+        "n_over": (LIVE_SLACK if at is None else PAST_SLACK) * n_lex,
         "n_dense": n_dense,
         "kind": kind,
         "scope": scope,
@@ -213,6 +235,9 @@ def _ranked(
         "lazy": NAME,
         "types": _ITEM_TYPES,
     }
+    if at is not None:
+        with engine.connect() as c:
+            return _hits(c.exec_driver_sql(past_sql(scoped=scope is not None), params).all())
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
         try:

@@ -52,6 +52,9 @@ STRETCH = 20_000  # log positions indexed per transaction (a 100k-document inges
 _DEMAND_WINDOW = 600.0  # seconds a search keeps its domain "in demand"
 _LAZY_TABLES = tuple(t for p in PROJECTORS if p.lazy for t in p.tables)
 _searched: dict[str, float] = {}  # domain -> when this process last searched it
+_BEHIND = text(
+    "SELECT (SELECT seq FROM log_head WHERE id = 1) > coalesce((SELECT seq FROM checkpoints WHERE name = :name), 0)"
+)
 _STALE = text(
     "SELECT d.domain FROM search_domains d LEFT JOIN embedders e USING (domain) "
     "WHERE e.domain IS NULL OR e.fitted_seq <> d.changed_seq OR e.version <> :v ORDER BY d.domain"
@@ -68,6 +71,12 @@ def _in_demand(domains: Sequence[str]) -> list[str]:
     since = time.monotonic() - _DEMAND_WINDOW
     hot = [(_searched.get(d, 0.0), d) for d in domains]
     return [d for when, d in sorted(hot, reverse=True) if when >= since]
+
+
+def _behind(engine: Engine) -> bool:
+    """Whether events were appended past the search index's checkpoint."""
+    with engine.connect() as c:
+        return bool(c.execute(_BEHIND, {"name": NAME}).scalar_one())
 
 
 def stale_domains(engine: Engine) -> list[str]:
@@ -109,9 +118,11 @@ def upkeep_once(
             break
     refresh_statistics(engine, report.indexed, _LAZY_TABLES)
     t1 = time.perf_counter()
+    # Merging rewrites postings: while writes keep the index behind, only what MAX_SEGMENTS forces.
+    behind = _behind(engine)
     while not stop():
         with engine.begin() as conn:
-            merged = merge_segments(conn)
+            merged = merge_segments(conn, forced_only=behind)
         report.merged += merged
         if not merged:
             break
@@ -119,7 +130,8 @@ def upkeep_once(
     if refits:
         stale = stale_domains(engine)
         first = _in_demand(stale)
-        rest = [d for d in stale if d not in first and d != ALL_DOMAIN] + [d for d in stale if d == ALL_DOMAIN]
+        rest = [d for d in stale if d not in first]
+        rest.sort(key=lambda d: d == ALL_DOMAIN)  # the all-scopes domain last (stable: otherwise in name order)
         for domain in first + (rest if everything else []):
             if stop():
                 break
