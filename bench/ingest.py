@@ -216,7 +216,7 @@ def report(args: argparse.Namespace) -> str:
     try:
         rate, mem, timers, n_ids = bench_ingest(store, args.n)
         t = time.perf_counter()
-        catch_up_engine(store.engine)  # what the first search (or substrate serve's background runner) does next
+        catch_up_engine(store.engine)  # what the upkeep (substrate serve's background runner, or reindex) does next
         postings = time.perf_counter() - t
         diag = bench_unguarded(store, args.n) if args.diagnose else None
         raw = bench_raw(store, args.n, copy=False)
