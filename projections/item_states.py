@@ -49,10 +49,9 @@ _CLOSE_ONLY = _COLUMNS + _CLOSED + _ON_CONFLICT
 # batch's own intervals travel (comma-separated; an empty to_seq is NULL). Brand-new items (see
 # ``projections.items.all_first_states``): each state is its item's first and live, its pos its seq.
 _FIRST_FROM_EV = (
-    _COLUMNS + "SELECT ev.data->'item'->>'id', ev.seq, NULL, u.digest, ev.data->'item'->>'scope', "
-    "ev.data->'item'->>'kind', ev.seq "
+    _COLUMNS + "SELECT i->>'id', ev.seq, NULL, u.digest, i->>'scope', i->>'kind', ev.seq "
     "FROM unnest(string_to_array(:seqs, ',')::bigint[], string_to_array(:digests, ',')) AS u(seq, digest) "
-    "JOIN ev ON ev.seq = u.seq"
+    "JOIN ev ON ev.seq = u.seq, LATERAL (SELECT ev.data->'item' AS i) x"
 )
 _UPSERT_FROM_EV = (
     _COLUMNS + "SELECT x.id, u.seq, u.to_seq, u.digest, x.i->>'scope', x.i->>'kind', "

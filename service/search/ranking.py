@@ -178,12 +178,16 @@ _UNMATCHED = text(
     " SELECT i.pos, i.doc FROM items i WHERE i.kind = m.kind AND (CAST(:scope AS text) IS NULL OR i.scope = :scope)"
     " AND i.id <> ALL(CAST(:ranked AS text[])) ORDER BY i.pos LIMIT :n) x ORDER BY x.pos LIMIT :n"
 )
+# As of :at, the states valid then: the live ones are the items rows written by then (items.seq is the live state's
+# from_seq), the closed ones come from item_states (its order index holds only those; service.store.reads).
 _UNMATCHED_AT = text(
     "SELECT x.doc::text FROM unnest(CAST(:kinds AS text[])) AS m(kind), LATERAL ("
-    " SELECT s.pos, r.doc FROM item_states s JOIN revisions r ON r.digest = s.digest"
+    " (SELECT i.pos, i.doc FROM items i WHERE i.kind = m.kind AND (CAST(:scope AS text) IS NULL OR i.scope = :scope)"
+    " AND i.seq <= :at AND i.id <> ALL(CAST(:ranked AS text[])) ORDER BY i.pos LIMIT :n) UNION ALL"
+    " (SELECT s.pos, r.doc FROM item_states s JOIN revisions r ON r.digest = s.digest"
     " WHERE s.kind = m.kind AND (CAST(:scope AS text) IS NULL OR s.scope = :scope) AND s.pos <= :at"
-    " AND s.from_seq <= :at AND (s.to_seq IS NULL OR s.to_seq > :at)"
-    " AND s.item_id <> ALL(CAST(:ranked AS text[])) ORDER BY s.pos LIMIT :n) x ORDER BY x.pos LIMIT :n"
+    " AND s.to_seq IS NOT NULL AND s.to_seq > :at AND s.from_seq <= :at"
+    " AND s.item_id <> ALL(CAST(:ranked AS text[])) ORDER BY s.pos LIMIT :n)) x ORDER BY x.pos LIMIT :n"
 )
 
 

@@ -1,8 +1,10 @@
 """Item reads over the read models, live or as of a log position: the facade's reads delegate here.
 
-Live reads use ``items``. A read as of position S is a query over ``item_states`` (the states valid at S:
-``from_seq <= S AND (to_seq IS NULL OR to_seq > S)``) joined with ``revisions`` for the documents: no replay,
-no table of its own, nothing written, whatever S is.
+Live reads use ``items``. A read as of position S reads the item states valid at S (``item_states``:
+``from_seq <= S AND (to_seq IS NULL OR to_seq > S)``) in two parts: the live states among them are the ``items``
+rows written at or before S (``items.seq`` is the live state's ``from_seq``), whose documents are at hand; the
+closed ones (replaced or removed after S) come from ``item_states`` with their documents from ``revisions``. No
+replay, no table of its own, nothing written, whatever S is.
 """
 
 from __future__ import annotations
@@ -20,23 +22,28 @@ from service.domain.validation import InvalidArgument, require_count
 
 __all__ = ["VALID_AT", "count_items", "get_item", "get_items", "has_item", "item_row", "iter_items", "page_items"]
 
-# The states valid at :at (alias s), for every as-of read of this module and its callers'.
+# The item states (alias s) valid at :at, for the as-of reads of this module's callers.
 VALID_AT = "s.from_seq <= :at AND (s.to_seq IS NULL OR s.to_seq > :at)"
-# An item's state as of :at: the latest state produced at or before :at, unless it was replaced or removed by then
-# (the primary key's descending scan from :at finds it in one probe).
-_STATE_AT = (
-    "SELECT r.doc::text FROM (SELECT s.digest, s.to_seq FROM item_states s WHERE s.item_id = :id AND s.from_seq <= :at "
-    "ORDER BY s.from_seq DESC LIMIT 1) s JOIN revisions r ON r.digest = s.digest WHERE s.to_seq IS NULL OR s.to_seq > :at"
-)
+# The closed states valid at :at: replaced or removed after it (the partial index on pos holds exactly the closed).
+_CLOSED_AT = "s.to_seq IS NOT NULL AND s.to_seq > :at AND s.from_seq <= :at"
 _GET = "SELECT doc::text FROM items WHERE id = :id"
+# At most one of the two parts has a row: a closed state valid at :at was closed by :at's live state or later.
+_GET_AT = (
+    "SELECT doc::text FROM items WHERE id = :id AND seq <= :at UNION ALL "
+    "SELECT r.doc::text FROM item_states s JOIN revisions r ON r.digest = s.digest "
+    f"WHERE s.item_id = :id AND {_CLOSED_AT}"
+)
 _GET_MANY = "SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[]))"
 _GET_MANY_AT = (
+    "SELECT id, doc::text FROM items WHERE id = ANY(CAST(:ids AS text[])) AND seq <= :at UNION ALL "
     "SELECT s.item_id, r.doc::text FROM item_states s JOIN revisions r ON r.digest = s.digest "
-    f"WHERE s.item_id = ANY(CAST(:ids AS text[])) AND {VALID_AT}"
+    f"WHERE s.item_id = ANY(CAST(:ids AS text[])) AND {_CLOSED_AT}"
 )
 _ROW = "SELECT doc::text, version FROM items WHERE id = :id"
 _COUNT = "SELECT count(*) FROM items"
-_COUNT_AT = f"SELECT count(*) FROM item_states s WHERE {VALID_AT}"
+_COUNT_AT = (
+    f"SELECT (SELECT count(*) FROM items WHERE seq <= :at) + (SELECT count(*) FROM item_states s WHERE {_CLOSED_AT})"
+)
 
 
 @functools.lru_cache(maxsize=64)
@@ -59,7 +66,7 @@ def get_item(c: Connection, item_id: str, at: int | None = None) -> SubstrateIte
     if at is None:
         doc = c.execute(_sql(_GET), {"id": item_id}).scalar()
     else:
-        doc = c.execute(_sql(_STATE_AT), {"id": item_id, "at": at}).scalar()
+        doc = c.execute(_sql(_GET_AT), {"id": item_id, "at": at}).scalar()
     return None if doc is None else _item(doc)
 
 
@@ -67,7 +74,7 @@ def has_item(c: Connection, item_id: str, at: int | None = None) -> bool:
     """Whether the item exists (as of ``at``)."""
     if at is None:
         return c.execute(_sql(_GET), {"id": item_id}).first() is not None
-    return c.execute(_sql(_STATE_AT), {"id": item_id, "at": at}).first() is not None
+    return c.execute(_sql(_GET_AT), {"id": item_id, "at": at}).first() is not None
 
 
 def get_items(c: Connection, ids: Sequence[str], at: int | None = None) -> dict[str, SubstrateItem]:
@@ -87,21 +94,15 @@ def count_items(c: Connection, at: int | None = None) -> int:
 
 
 def _listing(
-    at: int | None, kind: str | None, scope: str | None, scopes: Sequence[str] | None
-) -> tuple[str, list[str], dict[str, Any]]:
-    """The FROM clause, WHERE terms and parameters of an items listing filtered in SQL (as of ``at``)."""
+    at: int | None, kind: str | None, scope: str | None, scopes: Sequence[str] | None, after: int, limit: int | None
+) -> tuple[str, dict[str, Any]]:
+    """An items listing in insertion order, filtered in SQL (as of ``at``), after position ``after`` (``limit``
+    rows at most): the SELECT of (doc, pos) and its parameters."""
     for name, value in (("kind", kind), ("scope", scope)):
         if value is not None and not isinstance(value, str):
             raise InvalidArgument(f"{name} must be a string or None, got {type(value).__name__}")
-    params: dict[str, Any] = {}
-    if at is None:
-        source, where = "items s", ["TRUE"]
-        doc = "s.doc"
-    else:
-        # Every state valid at :at has pos <= from_seq <= :at: the bound keeps later items out of the index range.
-        source = "item_states s JOIN revisions r ON r.digest = s.digest"
-        where, doc = [VALID_AT, "s.pos <= :at"], "r.doc"
-        params["at"] = at
+    params: dict[str, Any] = {"after": after, "at": at, "lim": limit}
+    where = ["s.pos > :after"]
     if kind is not None:
         where.append("s.kind = :kind")
         params["kind"] = kind
@@ -111,7 +112,20 @@ def _listing(
     if scopes is not None:
         where.append("s.scope = ANY(CAST(:scopes AS text[]))")
         params["scopes"] = list(scopes)
-    return f"SELECT {doc}::text, s.pos FROM {source}", where, params
+    tail = " ORDER BY s.pos" + ("" if limit is None else " LIMIT :lim")
+    live = f"SELECT s.doc::text AS doc, s.pos FROM items s WHERE {' AND '.join(where)}"
+    if at is None:
+        return live + tail, params
+    # Every state valid at :at has pos <= from_seq <= :at: the bound keeps later items out of the index ranges.
+    where.append("s.pos <= :at")
+    live = f"SELECT s.doc::text AS doc, s.pos FROM items s WHERE {' AND '.join(where)} AND s.seq <= :at"
+    closed = (
+        "SELECT r.doc::text AS doc, s.pos FROM item_states s JOIN revisions r ON r.digest = s.digest "
+        f"WHERE {' AND '.join(where)} AND {_CLOSED_AT}"
+    )
+    return f"SELECT x.doc, x.pos FROM (({live}{tail}) UNION ALL ({closed}{tail})) x ORDER BY x.pos" + (
+        "" if limit is None else " LIMIT :lim"
+    ), params
 
 
 def iter_items(
@@ -123,10 +137,9 @@ def iter_items(
     at: int | None = None,
 ) -> Iterator[SubstrateItem]:
     """Stream the items (as of ``at``) in insertion order, filters applied in SQL, on a connection of its own."""
-    select, where, params = _listing(at, kind, scope, scopes)
-    sql = text(f"{select} WHERE {' AND '.join(where)} ORDER BY s.pos")
+    sql, params = _listing(at, kind, scope, scopes, 0, None)
     with engine.connect() as c:
-        for doc, _ in c.execution_options(stream_results=True, yield_per=2000).execute(sql, params):
+        for doc, _ in c.execution_options(stream_results=True, yield_per=2000).execute(text(sql), params):
             yield _item(doc)
 
 
@@ -143,10 +156,8 @@ def page_items(
     require_count(after, "after")
     if require_count(limit, "limit") == 0:
         return [], None
-    select, where, params = _listing(at, kind, None, scopes)
-    where.append("s.pos > :after")
-    params.update(after=after, lim=limit + 1)
-    rows = c.execute(_sql(f"{select} WHERE {' AND '.join(where)} ORDER BY s.pos LIMIT :lim"), params).all()
+    sql, params = _listing(at, kind, None, scopes, after, limit + 1)
+    rows = c.execute(_sql(sql), params).all()
     page = rows[:limit]
     nxt = int(page[-1][1]) if len(rows) > limit else None
     return [_item(doc) for doc, _ in page], nxt
