@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from projections.items import ITEM_EVENTS
 from projections.projector import Projector, Statement, run_plan
 
-__all__ = ["CACHE_TABLES", "VECTORS", "drop_stale_vectors", "plan_stale_vectors"]
+__all__ = ["VECTORS", "drop_stale_vectors", "plan_stale_vectors"]
 
 # Vectors carry the doc (the seq of the item's first state with that surface) they were embedded at. Only strictly
 # older rows go: a replay (rebuild, or verify's shadow schema, where this table resolves to the live one)
@@ -67,5 +67,3 @@ VECTORS = Projector(
     keys={},
     plan=plan_stale_vectors,
 )
-# Fitted models and their vectors are derived by the upkeep (never replayed from the log).
-CACHE_TABLES = ("embedders", "embedder_terms", "item_vectors")

@@ -55,14 +55,6 @@ PROJECTORS: tuple[Projector, ...] = (
     history.PROJECTOR,
     revisions.PROJECTOR,
 )
-# Tables derived lazily from read models (fitted models, vectors): never replayed, but a snapshot schema
-# gets its own empty copies so a time-travel view refits from its own past state, not the live one.
-CACHE_TABLES: tuple[str, ...] = embeddings.CACHE_TABLES
-
-
-def cache_tables() -> list[str]:
-    """Every cache table."""
-    return list(CACHE_TABLES)
 
 
 def read_model_tables() -> list[tuple[str, str]]:

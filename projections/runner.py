@@ -5,21 +5,19 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
 from projections.bulkwork import bulk_work
 from projections.jsonutil import loads
 from projections.pipeline import LogReader, PlanWriter
 from projections.registry import (
     apply_events,
-    cache_tables,
     deferrable_tables,
     digest_queries,
     lazy_projectors,
@@ -27,13 +25,12 @@ from projections.registry import (
     projector_names,
     read_model_tables,
 )
+from projections.tables import clear_tables, indexes_deferred, is_empty, lock_now
 
 __all__ = [
     "RebuildReport",
-    "build_snapshot",
     "catch_up",
     "catch_up_engine",
-    "drop_snapshot",
     "hold_catch_up_lock",
     "live_digests",
     "rebuild",
@@ -43,28 +40,16 @@ __all__ = [
 
 _T = TypeVar("_T")
 _UNIQUE_VIOLATION = "23505"
-_LOCK_NOT_AVAILABLE = "55P03"
 _COLUMNS = "seq, stream, version, type, data::text, principal, scope, recorded_at, event_id, prev"
 # Advisory lock namespace: one catch-up (or rebuild) of a lazy projector at a time.
 _CATCH_UP_NS = 80_0239
 # The most events one ``Projector.advance`` call folds (one statement; its working set grows with the stretch).
 _ADVANCE_STRETCH = 100_000
 # Where the inline read models stand (every inline checkpoint advances with each append, so any one of them is
-# the log position these tables describe: the head live, the prefix end in a time-travel schema).
+# the log position these tables describe: the head live, the prefix end in a shadow schema).
 _POSITIONS = text(
     "SELECT coalesce(max(seq) FILTER (WHERE name = ANY(CAST(:inline AS text[]))), 0), "
     "coalesce(max(seq) FILTER (WHERE name = :lazy), 0) FROM checkpoints"
-)
-# The non-unique indexes of the given tables (those a constraint owns stay), each with the statement that makes it.
-_SECONDARY = text(
-    "SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x "
-    "WHERE x.indrelid = ANY(CAST(:tables AS regclass[])) AND NOT x.indisunique "
-    "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid) ORDER BY 1"
-)
-# Their primary keys and unique constraints, each with its definition.
-_KEYS = text(
-    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-    "WHERE conrelid = ANY(CAST(:tables AS regclass[])) AND contype IN ('p', 'u') ORDER BY 1, 2"
 )
 _SET_CHECKPOINT = text(
     "INSERT INTO checkpoints (name, seq) VALUES (:name, :seq) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq"
@@ -113,7 +98,7 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False, limi
 
     Serialized per projector by an advisory lock; the checkpoint is re-read once the lock is held, so two callers
     never apply the same event twice. Appends are never blocked (no chain lock is taken). A build from nothing
-    makes its tables' indexes and keys after filling them when it can lock the tables at once (``_lock_now``).
+    makes its tables' indexes and keys after filling them when it can lock the tables at once (``projections.tables.lock_now``).
     ``private``: the read models are this transaction's own (a shadow schema): no lock, no live catch-up waits.
     ``limit``: move a projector that folds stretches of the log (``Projector.advance``) at most this many positions
     (a caller that commits between calls makes its progress visible as it goes).
@@ -142,8 +127,8 @@ def catch_up(conn: Connection, *, batch: int = 5000, private: bool = False, limi
             conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": target})
             applied[p.name] = target - done
             continue
-        if done == 0 and p.build is not None and _empty(conn, p.tables):
-            with _indexes_deferred(conn, p.tables if _lock_now(conn, p.tables) else [], keys=True):
+        if done == 0 and p.build is not None and is_empty(conn, p.tables):
+            with indexes_deferred(conn, p.tables if lock_now(conn, p.tables) else [], keys=True):
                 built = p.build(conn, inline)
             conn.execute(_SET_CHECKPOINT, {"name": p.name, "seq": built})
             applied[p.name] = built
@@ -295,85 +280,6 @@ def _pipelined(
     return total
 
 
-def _clear(conn: Connection, tables: Sequence[str]) -> None:
-    """Empty ``tables``: TRUNCATE the ones a rebuild fills in bulk (it holds them exclusively, so it may drop their
-    indexes without waiting on a reader) and any table of 1,000 rows or more, all locked at once (``_lock_all``);
-    DELETE the rest, which is ~4 ms a table cheaper than a TRUNCATE (no new files), waits for no reader, and lets
-    readers see their old rows until the rebuild commits."""
-    bulk = set(deferrable_tables()) | {t for p in lazy_projectors() for t in p.tables}
-    others = [t for t in tables if t not in bulk]
-    big = (
-        conn.execute(
-            text(
-                "SELECT "
-                + ", ".join(f"(SELECT count(*) >= 1000 FROM (SELECT 1 FROM {t} LIMIT 1000) x)" for t in others)
-            )
-        ).one()
-        if others
-        else ()
-    )
-    small = [t for t, is_big in zip(others, big, strict=True) if not is_big]
-    truncated = [t for t in tables if t not in small]
-    _lock_all(conn, truncated)
-    conn.execute(text("TRUNCATE " + ", ".join(truncated)))
-    for t in small:
-        conn.execute(text(f"DELETE FROM {t}"))
-
-
-def _lock_all(conn: Connection, tables: Sequence[str], *, patience: float = 30.0) -> None:
-    """Take every one of ``tables`` exclusively without waiting while holding some: all at once or none
-    (``_lock_now``), retried while readers hold one, for up to ``patience`` seconds; then waited for in turn."""
-    deadline = time.monotonic() + patience
-    pause = 0.01
-    while time.monotonic() < deadline:
-        if _lock_now(conn, tables):
-            return
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
-    conn.execute(text(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE"))
-
-
-def _lock_now(conn: Connection, tables: Sequence[str]) -> bool:
-    """Take every one of ``tables`` exclusively, now or not at all (NOWAIT): whether this transaction holds them.
-
-    Dropping an index waits for the table's readers; a reader of two of these tables holding one while waiting
-    for the other would deadlock with a build that held the other and waited for the first. Taking them all at
-    once, or else building with the indexes in place, never waits while holding one.
-    """
-    try:
-        with conn.begin_nested():
-            conn.execute(text(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE NOWAIT"))
-    except OperationalError as exc:
-        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
-            raise
-        return False
-    return True
-
-
-def _empty(conn: Connection, tables: Sequence[str]) -> bool:
-    return bool(
-        conn.execute(text("SELECT " + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in tables))).scalar()
-    )
-
-
-@contextmanager
-def _indexes_deferred(conn: Connection, tables: Sequence[str], *, keys: bool = False) -> Iterator[None]:
-    """Drop the non-unique indexes of ``tables`` (with ``keys``, their primary keys and unique constraints too: for
-    writes that need no conflict check) for the block and make them again after it, each in one sorted pass, in
-    ``conn``'s transaction (which must hold the tables exclusively): a failure rolls the drops back with the rest."""
-    found = conn.execute(_SECONDARY, {"tables": list(tables)}).all() if tables else []
-    constraints = conn.execute(_KEYS, {"tables": list(tables)}).all() if tables and keys else []
-    for name, _ in found:
-        conn.execute(text(f"DROP INDEX {name}"))
-    for table, name, _ in constraints:
-        conn.execute(text(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"'))
-    yield
-    for table, name, definition in constraints:
-        conn.execute(text(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'))
-    for _, ddl in found:
-        conn.execute(text(ddl))
-
-
 def _optimistically(run: Callable[[bool], _T]) -> _T:
     """``run(True)``: a replay into empty read models that inserts plainly what it believes new; should a row
     exist after all (a unique violation: the whole transaction rolled back), ``run(False)``, with upserts."""
@@ -419,8 +325,8 @@ def _rebuild(
             conn.execute(
                 text("SELECT pg_advisory_xact_lock(:ns, hashtext(:name))"), {"ns": _CATCH_UP_NS, "name": p.name}
             )
-        _clear(conn, [t for t, _ in read_model_tables()])
-        with _indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
+        clear_tables(conn, [t for t, _ in read_model_tables()])
+        with indexes_deferred(conn, deferrable_tables()):  # (see Projector.defer_indexes)
             n = _replay(conn, until, progress, batch, optimistic=optimistic)
         phases["inline"] = time.perf_counter() - t0
         if on_phase is not None:
@@ -438,23 +344,6 @@ def _rebuild(
     return RebuildReport(n, time.perf_counter() - t0, counts, digests, phases)
 
 
-def build_snapshot(engine: Engine, schema: str, *, until: int | None = None) -> int:
-    """Create ``schema`` with every read-model table and replay the log prefix ``seq <= until`` into it."""
-    if not schema.isidentifier():
-        raise ValueError(f"bad schema name {schema!r}")
-
-    def run(optimistic: bool) -> int:
-        with engine.begin() as conn:
-            conn.execute(text(f"CREATE SCHEMA {schema}"))
-            for table in [t for t, _ in read_model_tables()] + cache_tables():
-                _copy_table(conn, schema, table)
-            conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-            with _indexes_deferred(conn, deferrable_tables()):
-                return _replay(conn, until, None, 2000, optimistic=optimistic)
-
-    return _optimistically(run)
-
-
 def _copy_table(conn: Connection, schema: str, table: str) -> None:
     """An empty copy of ``public.table`` in ``schema``, partitioned the same way when the original is."""
     partkey = conn.execute(
@@ -466,14 +355,6 @@ def _copy_table(conn: Connection, schema: str, table: str) -> None:
     ).scalar()
     suffix = f" PARTITION BY {partkey}" if partkey else ""
     conn.execute(text(f"CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL){suffix}"))
-
-
-def drop_snapshot(engine: Engine, schema: str) -> None:
-    """Drop a schema made by build_snapshot."""
-    if not schema.isidentifier():
-        raise ValueError(f"bad schema name {schema!r}")
-    with engine.begin() as conn:
-        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
 def shadow_digests(
@@ -497,7 +378,7 @@ def shadow_digests(
             for table, _ in read_model_tables():
                 _copy_table(conn, schema, table)
             conn.execute(text(f"SET LOCAL search_path TO {schema}, public"))
-            with _indexes_deferred(conn, deferrable_tables()):
+            with indexes_deferred(conn, deferrable_tables()):
                 n = _replay(conn, until, progress, 2000, optimistic=optimistic)
             if on_phase is not None:
                 on_phase("lazy")

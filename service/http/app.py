@@ -14,7 +14,6 @@ from service.http import audit, ingest, items, search, share
 from service.http.auth import current_caller
 from service.http.errors import install_handlers, problem_response
 from service.http.models import PROBLEM_RESPONSES, Health
-from service.http.views import AsOfViews
 from service.search.upkeep import BackgroundRunner
 
 if TYPE_CHECKING:
@@ -34,9 +33,7 @@ never 403, so existence does not leak. Reads take `?as_of=<seq or ISO-8601 time>
 """
 
 
-def create_app(
-    store: Substrate | Callable[[], Substrate], *, as_of_cache: int = 4, background: float | None = None
-) -> FastAPI:
+def create_app(store: Substrate | Callable[[], Substrate], *, background: float | None = None) -> FastAPI:
     """The ASGI app over ``store`` (kept open by the caller), or over ``store()`` opened at startup and closed after.
 
     ``background``: run a BackgroundRunner with this interval (seconds) while the app is up.
@@ -47,14 +44,12 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if owned:
             app.state.store = await run_in_threadpool(cast("Callable[[], Substrate]", store))
-        app.state.views = AsOfViews(app.state.store, size=as_of_cache)
         runner = BackgroundRunner(app.state.store.engine, interval=background).start() if background else None
         try:
             yield
         finally:
             if runner is not None:
                 await run_in_threadpool(runner.stop)
-            app.state.views.close()
             if owned:
                 app.state.store.close()
 

@@ -8,7 +8,7 @@ import dataclasses
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from service.domain.errors import ConcurrencyError
 from service.domain.events import ItemRemoved, ItemUpdated, NewEvent, item_digest
@@ -86,9 +86,9 @@ def create_item(caller: CallerDep, body: ItemIn, response: Response) -> Written:
 
 
 @router.get("/items/{item_id}", response_model=ItemOut, summary="Read an item")
-def get_item(caller: CallerDep, item_id: PathText, request: Request, as_of: AsOf = None) -> ItemOut:
+def get_item(caller: CallerDep, item_id: PathText, as_of: AsOf = None) -> ItemOut:
     """The item (as of ``as_of`` when given); 404 when missing or in a scope the caller cannot read."""
-    with read_view(caller.live, request.app.state.views, as_of) as (view, _):
+    with read_view(caller.live, as_of) as (view, _):
         item = view.get(item_id)
     if item is None or not caller.principal.can_read(item.scope):
         raise not_found(f"item {item_id!r} not found")
@@ -147,7 +147,6 @@ def delete_item(caller: CallerDep, item_id: PathText) -> Written:
 @router.get("/items", response_model=ItemPage, summary="List items (cursor pages)")
 def list_items(
     caller: CallerDep,
-    request: Request,
     kind: Kind | None = None,
     scope: ScopeQuery = None,
     cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page")] = None,
@@ -159,15 +158,15 @@ def list_items(
     if scope is not None:
         caller.require_read(scope, f"scope {scope!r}")
     scopes = [scope] if scope is not None else caller.readable
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         items, nxt = view.page_items(kind=kind, scopes=scopes, after=after, limit=limit)
     return ItemPage(items=[item_out(i) for i in items], next_cursor=_encode_cursor(nxt), as_of=seq)
 
 
 @router.get("/items/{item_id}/history", response_model=HistoryOut, summary="Who changed an item, and when")
-def item_history(caller: CallerDep, item_id: PathText, request: Request, as_of: AsOf = None) -> HistoryOut:
+def item_history(caller: CallerDep, item_id: PathText, as_of: AsOf = None) -> HistoryOut:
     """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history."""
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         events = list(caller.live.events.read(stream=item_id, until=seq))
         # The item's last known scope (also of one removed or merged away) decides whether it exists for us.
         if not events or events[-1].scope is None or not caller.principal.can_read(events[-1].scope):
@@ -193,9 +192,9 @@ def item_history(caller: CallerDep, item_id: PathText, request: Request, as_of: 
 
 
 @router.get("/revisions/{digest}", response_model=RevisionOut, summary="A recorded item state by content digest")
-def get_revision(caller: CallerDep, digest: PathText, request: Request, as_of: AsOf = None) -> RevisionOut:
+def get_revision(caller: CallerDep, digest: PathText, as_of: AsOf = None) -> RevisionOut:
     """The complete item state recorded under ``digest`` (by then, with ``as_of``); 404 unless its scope is readable."""
-    with read_view(caller.live, request.app.state.views, as_of) as (view, _):
+    with read_view(caller.live, as_of) as (view, _):
         state = revision(view, digest)
     if state is None or not caller.principal.can_read(str(state.get("scope"))):
         raise not_found(f"revision {digest!r} not found")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from service.http.auth import Caller, CallerDep
 from service.http.items import AsOf, item_out
@@ -36,17 +36,17 @@ def _reader(caller: Caller, view: object, scope: str | None) -> ScopedReader:
 
 
 @router.post("/search", response_model=SearchOut, summary="Search the caller's readable scopes")
-def search(caller: CallerDep, body: SearchIn, request: Request, as_of: AsOf = None) -> SearchOut:
+def search(caller: CallerDep, body: SearchIn, as_of: AsOf = None) -> SearchOut:
     """The k best hits, best first; without ``scope``, every readable scope is searched on its own index and merged."""
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         hits = _reader(caller, view, body.scope).search(body.query, k=body.k, kind=body.kind)
     return SearchOut(hits=[Hit(item=item_out(i), score=s) for i, s in hits], as_of=seq)
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Cross-kind retrieval")
-def retrieve_items(caller: CallerDep, body: RetrieveIn, request: Request, as_of: AsOf = None) -> RetrieveOut:
+def retrieve_items(caller: CallerDep, body: RetrieveIn, as_of: AsOf = None) -> RetrieveOut:
     """Per-kind searches merged (diversified round-robin or flat), with validated per-kind weights."""
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         found = retrieve(
             _reader(caller, view, body.scope),
             body.query,
@@ -60,10 +60,10 @@ def retrieve_items(caller: CallerDep, body: RetrieveIn, request: Request, as_of:
 
 
 @router.post("/context", response_model=ContextOut, summary="A budgeted context packet")
-def context(caller: CallerDep, body: ContextIn, request: Request, as_of: AsOf = None) -> ContextOut:
+def context(caller: CallerDep, body: ContextIn, as_of: AsOf = None) -> ContextOut:
     """The most relevant readable items packed so the rendering fits ``max_chars`` (MXR-080-0239)."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.max_items, shape=body.shape)
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         packet = assemble_context(
             _reader(caller, view, body.scope), body.task, budget=budget, kind=body.kind, compress=body.compress
         )
@@ -73,10 +73,10 @@ def context(caller: CallerDep, body: ContextIn, request: Request, as_of: AsOf = 
 
 
 @router.post("/ask", response_model=AnswerOut, summary="Answer a question (extractive, cited)")
-def ask(caller: CallerDep, body: AskIn, request: Request, as_of: AsOf = None) -> AnswerOut:
+def ask(caller: CallerDep, body: AskIn, as_of: AsOf = None) -> AnswerOut:
     """The evidence sentences that best support the question, with citations; abstains when evidence is thin."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.k)
-    with read_view(caller.live, request.app.state.views, as_of) as (view, seq):
+    with read_view(caller.live, as_of) as (view, seq):
         answer = answer_from_substrate(
             _reader(caller, view, body.scope),
             body.question,
