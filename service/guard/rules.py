@@ -82,7 +82,7 @@ _PLACEHOLDER = re.compile(
     + r"|(?<![A-Za-z])(?:your|Your)(?:[_\-]|(?=[A-Z]))|YOUR[_\-]|(?i:^your)"
     + r"|(?i:x{4})|\*{4}|#{4}"
     + r"|\.\.\.|…|•{3}|<[^<>]{0,64}>|\$\{|\$\(|\{\{|\}\}|%\([^)]{0,64}\)s|^\$|^\{[\w.]{1,64}\}?$"
-    + r"|^%[A-Za-z_][\w.\-]{0,64}%$"
+    + r"|^%[A-Za-z_][\w.\-]{0,64}%$|^@[A-Za-z_][\w.\-]{0,64}@$"
     + r"|^[*xX•.#_\-]+$"
     + r"|^\[[A-Z][A-Z_ ]{2,20}\]$"  # [FILTERED], [HIDDEN]: a log filter's marker
     + r"|(?i:[_\- ]here)$"  # password_here, put your unique phrase here: a template's blank
@@ -166,7 +166,9 @@ _KEYWORD = (
     # code's short name for a pattern (HEX_PAT = "[0-9A-F]").
     r"|(?<![A-Za-z])(?:github|gh|gitlab|gl|devops|ado|azdo|azure|vsts|tfs|bitbucket|bb|docker|dockerhub|hub|hf"
     r"|huggingface|figma|airtable|atlassian|jira|confluence|git|personal)[_.\-]?pat"
-    r"|(?:api|app|access|secret|private|auth|master|encryption|signing|client|storage|account)[_.\-]?key)"
+    r"|(?:api|app|access|secret|private|auth|master|encryption|signing|client|storage|account|subscription)[_.\-]?key"
+    # a password's short names: DB_PW, adminPw are a word's tail; psk the Wi-Fi passphrase (wpa_supplicant, hostapd)
+    r"|(?<![A-Za-z])pw|(?<![A-Za-z])(?:wpa_)?psk)"
 )
 # What a key may add after its credential word and still name the credential itself (api_token_2, secret_value,
 # password_b64) -- a closed list: token_type, secret_name or password_file name something else.
@@ -190,6 +192,8 @@ _KEYWORD_TAILS = (
     "credentials",
     "credential",
     "pat",
+    "pw",
+    "psk",
 )
 _KEY_TAIL_REVERSED = re.compile("(?i:" + "|".join(t[::-1] for t in _KEYWORD_TAILS) + ")")
 _DNS_LABEL = re.compile(r"[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,63}){1,8}")
@@ -524,6 +528,18 @@ def _mixed(_m: re.Match[str], secret: str) -> bool:
     return any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
 
 
+def _aws_secret_shape(value: str) -> bool:
+    """An AWS secret access key's 40 base64 characters: both cases, and a digit or '/' or '+' (a hex digest has
+    one case; a run of words none of the others)."""
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() or c in "/+" for c in value)
+        and not low_entropy(value)
+        and not _field_name(value)
+    )
+
+
 def _cased(value: str) -> bool:
     """Upper case, lower case and at least two digits, not a word in CamelCase: a random token's mix."""
     return (
@@ -596,7 +612,12 @@ def _cli_check(m: re.Match[str], secret: str) -> bool:
     # curl -u 'test:test', curl -u <user:password>, curl --user neo4j:[PASSWORD]: documentation, not a login.
     if m.groupdict().get("s_key") is not None and not (_mixed(m, secret) and not low_entropy(secret)):
         return False  # curl -u elastic: -- a user name alone (curl asks for the password), not a key
-    return secret.lower() not in _CLI_PLACEHOLDERS and secret[0] not in "<[{" and secret[-1] not in ">]}"
+    return (
+        secret.lower() not in _CLI_PLACEHOLDERS
+        and secret[0] not in "<[{"
+        and secret[-1] not in ">]}"
+        and not _URL.match(secret)  # --passphrase file://path: where the value is, not the value
+    )
 
 
 def _sql_password_check(m: re.Match[str], secret: str) -> bool:
@@ -613,7 +634,7 @@ def _sql_password_check(m: re.Match[str], secret: str) -> bool:
 # SQL rows: INSERT INTO t (id, username, password) VALUES (1, 'etl', 'v'), (...): the value under a credential's
 # column; and a settings table's (name, value) row whose name is a credential's ('twilio_auth_token', 'v').
 _SQL_INSERT = re.compile(
-    r"(?i:insert[ \t]{1,8}+into)[ \t]{1,8}+[^\s(]{1,128}+[ \t]{0,8}+\((?P<cols>[^()]{1,1024}+)\)[ \t\r\n]{0,64}+"
+    r"(?i:insert[ \t]{1,8}+into)[ \t]{1,8}+(?P<table>[^\s(]{1,128}+)[ \t]{0,8}+\((?P<cols>[^()]{1,1024}+)\)[ \t\r\n]{0,64}+"
     r"(?i:values)[ \t\r\n]{0,64}+"
 )
 _SQL_TUPLE = re.compile(r"[ \t\r\n,]{0,64}+\((?P<vals>(?:'(?:[^'\\]|''|\\.){0,512}+'|\w{1,64}+\(\)|[^'()]){1,4096}+)\)")
@@ -641,6 +662,12 @@ def _find_sql_rows(text: str) -> Iterator[Span]:
     for m in _SQL_INSERT.finditer(text):
         cols = [c.strip().strip('`"[]').lower() for c in m.group("cols").split(",")]
         keyed = [i for i, c in enumerate(cols) if sensitive_key(c)]
+        # A table of credentials (api_keys, tokens, secrets): its bare "key" or "value" column holds them.
+        table = m.group("table").strip('`"[]').rpartition(".")[2].lower()
+        noun = table[:-1] if table.endswith("s") else table
+        if sensitive_key(noun):
+            keyed += [i for i, c in enumerate(cols) if c in ("key", "value") and i not in keyed]
+        names = [noun if c in ("key", "value") else c for c in cols]
         pair = next(
             ((cols.index(n), cols.index("value")) for n in ("name", "key") if n in cols and "value" in cols), None
         )
@@ -657,7 +684,7 @@ def _find_sql_rows(text: str) -> Iterator[Span]:
                 continue
             for i in keyed:
                 value, a, b, quoted = cells[i]
-                if quoted and _keyed_value(cols[i], value):
+                if quoted and _keyed_value(names[i], value):
                     yield a, b
             if pair is not None:
                 key_cell, value_cell = cells[pair[0]], cells[pair[1]]
@@ -667,8 +694,15 @@ def _find_sql_rows(text: str) -> Iterator[Span]:
 
 def _url_check(m: re.Match[str], secret: str) -> bool:
     # Judged on the password alone: a concrete password is a leak even on an example host or for a template user.
+    # A password the same as its user (guest:guest, root:root) is a product's published default, not a secret.
     last = secret.rpartition(":")[2].lower()  # host:port,user:password (a multi-host URL): the password is last
+    if m.group("user") and m.group("user").lower() == secret.lower():
+        return False
     return not {secret.lower(), last} & (_PLACEHOLDER_WORDS | _METASYNTACTIC)
+
+
+# 32 hex digits or more with letters and digits both: an API key as many services print it.
+_HEX_TOKEN = re.compile(r"(?=[0-9a-f]{0,127}[a-f])(?=[a-f]{0,127}[0-9])[0-9a-f]{32,128}")
 
 
 def _netrc_check(m: re.Match[str], secret: str) -> bool:
@@ -934,6 +968,8 @@ _ASSIGNMENT = (
     r"(?P<kw>" + _KEYWORD + r")(?P<sfx>" + _KEY_SUFFIX + r"{1,2})?(?![\w\-]|\.(?!=))\\?[\"']?\]?"
     r"(?P<type>[ \t]{1,8}+string(?=[ \t]{0,8}+=))?(?P<w1>[ \t]{0,32}+)"
     r"(?P<sep>:::=|::=|:=|=>|[.?+]=|=|:)(?P<w2>[ \t]{0,8}+)"
+    # a Python bytes / raw / unicode literal's prefix (secret_key = b'...')
+    r"(?:(?:[bB][rR]?|[rR][bB]?|[uU])(?=[\"']))?"
     r"(?:\\\"(?P<s_eq>[^\"\\\r\n]{1,1024}+)"
     r"|\"(?P<s_dq>(?:[^\"\\\r\n]|\\.){1,1024}+)"
     r"|'(?P<s_sq>(?:[^'\\\r\n]|\\.){1,1024}+)"
@@ -1016,7 +1052,11 @@ def _query_key(text: str, kw_start: int) -> bool:
 
 
 # Written as prose writes it (password, Password, PASSWORD), so that the rule's anchors cover every casing it takes.
-_PASSWORD_WORD = r"\b(?:[Pp]ass(?:word|wd|code|phrase)|[Pp]?ASS(?:WORD|WD|CODE|PHRASE))\b"
+# (pw and pwd only before a space, a full stop or a comma: the anchors' forms)
+_PASSWORD_WORD = r"\b(?:[Pp]ass(?:word|wd|code|phrase)|[Pp]?ASS(?:WORD|WD|CODE|PHRASE)|(?:pwd?|PWD?)(?=[ .,]))\b"
+_PW_ANCHORS = tuple(w + " " for w in ("pw", "pwd", "PW", "PWD")) + tuple(
+    re.escape(c) + "(?<=" + w + re.escape(c) + ")" for w in ("[pP][wW]", "[pP][wW][dD]") for c in ".,"
+)
 # "is", "was", "is now", ... then maybe a colon: how prose hands a value to the password it names. A bare colon
 # counts only after what the password is for ("password for the db: ..."); "password: value" is an assignment.
 _PROSE_VERB = r"[ \t]{1,4}+(?i:is|was|is now|is still|will be|changed to|set to|reset to)(?=[ \t:]):?"
@@ -1059,6 +1099,18 @@ def _prose_describes(value: str) -> bool:
     )
 
 
+def _value_before_noun(secret: str) -> bool:
+    """A password told before its noun ("Maple@5765 is the root pw"): a digit, and both cases or a symbol -- the
+    subject of "... is the password policy" is a word."""
+    digits = sum(c.isdigit() for c in secret)
+    cased = any(c.isupper() for c in secret) and any(c.islower() for c in secret)
+    return (
+        _prose_password_value(secret)
+        and digits >= 1
+        and (any(not c.isalnum() for c in secret) or (cased and digits >= 2))
+    )
+
+
 def _prose_token(secret: str) -> bool:
     """A key as prose gives it: letters with two digits or more (the pattern takes sixteen characters or more)."""
     return not _prose_describes(secret) and any(c.isalpha() for c in secret) and sum(c.isdigit() for c in secret) >= 2
@@ -1081,7 +1133,7 @@ def _prose_value(secret: str) -> bool:
 # The same nouns in the languages a team's notes are written in: passwords (mot de passe, Passwort, contraseña,
 # senha, wachtwoord, hasło, пароль, パスワード, 密码, 비밀번호), access keys (Zugriffsschlüssel, clé secrète) and
 # credential pairs (Zugangsdaten, identifiants, credenciales). Written in CJK scripts, a noun has no word boundary.
-_PASSWORD_NOUNS_INTL = "mot de passe|[Pp]asswort|[Kk]ennwort|[Cc]ontraseña|[Ss]enha|[Ww]achtwoord|[Hh]asło|[Пп]ароль"
+_PASSWORD_NOUNS_INTL = "[Mm]ot de passe|[Pp]asswort|[Kk]ennwort|[Cc]ontraseña|[Ss]enha|[Ww]achtwoord|[Hh]asło|[Пп]ароль"
 _PASSWORD_NOUNS_CJK = "パスワード|暗証番号|密码|密碼|비밀번호"
 _KEY_NOUNS_CJK = "시크릿 키|비밀 키|API 키|密钥|秘钥|秘密鍵|シークレットキー|APIキー"
 _KEY_NOUNS_INTL = (
@@ -1174,7 +1226,9 @@ _INTL_ANCHOR = re.compile("|".join(_INTL_ANCHORS))
 _KEY_QUALIFIERS = frozenset(
     "api access secret account signing app license ingest storage master private auth client encryption admin "
     "service rest webhook hmac bot deploy personal sas".split()
-)
+) | {"wifi", "wi-fi", "wlan", "wpa", "wpa2", "wireless", "network", "router"}
+# Words before "key" that make it a password (the Wi-Fi key): a password's value, not a token's, is looked for.
+_PASSWORD_KEY_QUALIFIERS = frozenset({"wifi", "wi-fi", "wlan", "wpa", "wpa2", "wireless", "network", "router"})
 # Words before "token" naming something that is no credential: a form's, a page's or a model's token.
 _TOKEN_NOT = frozenset("csrf xsrf page next pagination continuation sync cancellation max input output prompt".split())
 _PROSE_CONNECTORS = frozenset(
@@ -1234,6 +1288,74 @@ _CJK = re.compile("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # CJK punctuatio
 _EPOCH_VERSION = re.compile(r"\d{1,9}(?::\d|\.\d)")
 
 
+# Accounts prose names by role: the login pair "root/<password>" is a credential wherever it is told.
+_ADMIN_ACCOUNTS = ("root", "admin", "administrator", "sysadmin", "postgres", "ubuntu", "guest")
+# Found from the separator back ("root/", "admin :"), names of one length in one look-behind ("administrator" and
+# "sysadmin" end in "admin"): the combined search stops at '/' and ':' only.
+_ACCOUNT_ANCHORS = tuple(
+    sep + "(?<=" + names + space + sep + ")"
+    for names in ("root", "(?:admin|guest)", "ubuntu", "postgres")
+    for space in ("", " ")
+    for sep in "/:"
+)
+# How a Wi-Fi network is named, in the casings written (each is one of the rule's anchors).
+_WIFI_WORDS = tuple(a + "i" + d + b + "i" for a in "wW" for d in ("", "-") for b in "fF") + (
+    "WIFI",
+    "WI-FI",
+    "ssid",
+    "SSID",
+    "Ssid",
+    "wlan",
+    "WLAN",
+    "Wlan",
+)
+# (lowercase "wifi", "ssid", "wlan" are substring tests; the other casings open on a capital or look behind)
+_WIFI_ANCHORS = (
+    "wifi",
+    "ssid",
+    "wlan",
+    "-(?<=[wW]i-)[fF]i",
+    "F(?<=[wW]iF)i",
+    *(w for w in _WIFI_WORDS if w[0].isupper() and "-" not in w[1:3] or w in ("WI-FI",)),
+)
+_IMAGE_TAG = re.compile(r"[a-z0-9][a-z0-9._\-]{0,127}")
+# Objects whose bare "key" leaf is a credential: a JWT's or a cipher's settings, an API's, a provider's.
+_CREDENTIAL_PARENTS = frozenset(
+    "jwt jwtsettings jwtoptions jwtconfig signing encryption hmac api apikey auth authentication token tokens secret "
+    "secrets credentials oauth session cookie crypto cipher aes license security".split()
+)
+
+
+def _credential_parent(name: str) -> bool:
+    words = [w.lower() for w in _KEY_WORDS.findall(name)]
+    return bool(words) and (
+        name.lower() in _CREDENTIAL_PARENTS or words[0] in _CREDENTIAL_PARENTS or _provider_key(name) is not None
+    )
+
+
+def _account_pair_check(m: re.Match[str], secret: str) -> bool:
+    """A pair's password: a password's shape; after ':' (or bare) not an image's tag (ubuntu:jammy-20240111), and
+    bare only as strong as a password told before its noun."""
+    groups = m.groupdict()
+    colon = ":" in (groups.get("sep"), groups.get("sep2")) or "s_bare" in m.re.groupindex
+    return (
+        _prose_password_value(secret)
+        and not _URL.match(secret)
+        and not (colon and _IMAGE_TAG.fullmatch(secret) is not None)
+        and ("s_bare" not in m.re.groupindex or _value_before_noun(secret))
+    )
+
+
+_POSSESSIVES = frozenset("my your our his her their".split())
+
+
+def _word_before(text: str, pos: int) -> str:
+    """The word just before ``pos`` on its line, lower case, without the quotes and brackets around it."""
+    line_start = text.rfind("\n", max(0, pos - 40), pos) + 1
+    before = text[max(line_start, pos - 40) : pos].split()
+    return before[-1].strip(_PROSE_STRIP).lower() if before else ""
+
+
 def _noun_applies(text: str, m: re.Match[str]) -> bool:
     """Whether the credential noun at ``m`` names a credential here (a bare key or a form's token does not)."""
     noun = m.group("n").lower()
@@ -1249,7 +1371,15 @@ def _noun_applies(text: str, m: re.Match[str]) -> bool:
     if noun == "key":
         word = before[-1].strip(_PROSE_STRIP) if before else ""
         named = word[:1].isupper() and word.isalnum() and prev not in _KEY_NOT  # a provider's: the Datadog key
-        return prev in _KEY_QUALIFIERS or named or (prev2 in _KEY_QUALIFIERS and prev in ("access", "key", "secret"))
+        provider = _PROVIDER_START.fullmatch(prev) is not None  # my cohere key
+        mine = prev in _POSSESSIVES or (prev2 in _POSSESSIVES and (provider or prev in _KEY_QUALIFIERS))
+        return (
+            prev in _KEY_QUALIFIERS
+            or named
+            or provider
+            or mine
+            or (prev2 in _KEY_QUALIFIERS and prev in ("access", "key", "secret"))
+        )
     if noun == "token":
         return prev not in _TOKEN_NOT
     return True
@@ -1337,7 +1467,7 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
         if text[m.start() - 1 : m.start()] == "_" and text[m.end() : m.end() + 8].lstrip(" \t")[:1] in _GLUE_FIRST:
             continue  # db_password=..., api_key: ..., db_password,v: an assignment's or a row's, not prose
         noun = m.group("n").lower()
-        password = _password_noun(noun)
+        password = _password_noun(noun) or (noun == "key" and _word_before(text, m.start()) in _PASSWORD_KEY_QUALIFIERS)
         if "|" in text[max(0, m.start() - 200) : m.start()] and _PAIR_NOUN_RX.fullmatch(noun) is None:
             line = _line_start(text, m.start())
             if line not in tables_read:  # each table line once: a line of many nouns costs one read
@@ -1355,12 +1485,24 @@ def _find_prose_secrets(text: str) -> Iterator[Span]:
         window = text[m.end() : stop]
         tokens = [(t.start() + m.end(), t.group()) for t in itertools.islice(_WORDS.finditer(window), 12)]
         found_span = _pair_value(tokens) if _PAIR_NOUN_RX.fullmatch(noun) else _named_value(tokens, password)
+        if found_span is None and _PAIR_NOUN_RX.fullmatch(noun):
+            found_span = _named_value(tokens, True)  # "creds rotated, new one is <password>"
+            if (
+                found_span is not None
+                and (
+                    found_span[0] < tokens[0][0] + len(tokens[0][1])  # the very next word: no connector handed it over
+                    or not _value_before_noun(text[found_span[0] : found_span[1]])
+                )
+            ):
+                found_span = None  # credentials: _Credentials, url_credentials]@db2: a type's name, a mask's tail
+        if found_span is None and end != -1:
+            found_span = _next_line_value(text, end, password)
         if found_span is not None:
             yield found_span
 
 
 _PROSE_VERB_WORDS = frozenset(
-    "set reset changed updated rotated now still been being be has have had got will".split()
+    "set reset changed updated rotated now still been being be has have had got will new one".split()
     + "nu jetzt nun ahora maintenant agora ora adesso teraz".split()  # the other languages' "now"
 )
 # Words, with a full-width colon (パスワード：値) and an element's closing tag (value</p>) words of their own.
@@ -1420,6 +1562,26 @@ def _named_value(tokens: list[tuple[int, str]], password: bool) -> Span | None:
     return None
 
 
+# A chat turn's speaker label ("B:", "user:", "> "), which may open the line that answers about a credential.
+_SPEAKER = re.compile(r"[ \t]{0,8}+(?:>[ \t]{0,4}+|[A-Za-z][\w .\-]{0,24}+:[ \t]{1,4}+)?")
+_NEXT_LINE_LEAD = frozenset({"try", "use", "it's", "it\u2019s", "its"})
+
+
+def _next_line_value(text: str, end: int, password: bool) -> Span | None:
+    """A credential named on one line and given on the next, as chat answers ("the password you gave me doesn't
+    work" / "B: try <value>"): only after "try", "use" or "it's" opening that line."""
+    start = end + 1
+    stop = text.find("\n", start, start + 200)
+    stop = min(len(text), start + 200) if stop == -1 else stop
+    lead = _SPEAKER.match(text, start, stop)
+    at = lead.end() if lead is not None else start
+    window = text[at:stop]
+    tokens = [(t.start() + at, t.group()) for t in itertools.islice(_WORDS.finditer(window), 8)]
+    if not tokens or tokens[0][1].lower().rstrip(":") not in _NEXT_LINE_LEAD:
+        return None
+    return _named_value(tokens, password)
+
+
 def _strong_password(value: str) -> bool:
     """A word no prose or code makes: ten characters or more holding upper and lower case, a digit and a symbol."""
     return (
@@ -1441,6 +1603,8 @@ def _pair_value(tokens: list[tuple[int, str]]) -> Span | None:
     """The password of a user/password pair after "login", "creds" or "credentials": user:password, user/password,
     or user / password."""
     words = [(at, word, _core(word)) for at, word in tokens if not _connector(word) or word.strip() == "/"]
+    # where a connector ("vpn:", ":", "is") hands over: the user of a "user password" pair opens there
+    handed = {tokens[i + 1][0] for i in range(len(tokens) - 1) if _connector(tokens[i][1])}
     for j, (at, word, core) in enumerate(words[:10]):
         if len(core) > 256 or _code_word(word) or is_placeholder(word):
             return None
@@ -1451,7 +1615,26 @@ def _pair_value(tokens: list[tuple[int, str]]) -> Span | None:
         if sep and user[:1].isalpha() and _prose_password_value(pw) and not _URL.match(core):
             a = at + word.rfind(pw)
             return a, a + len(pw)
+        if (
+            at in handed
+            and j + 1 < len(words)
+            and _ACCOUNT_NAME.fullmatch(core)
+            and core not in _NOT_ACCOUNT | _MESSAGE_WORDS
+        ):
+            # "creds for the vpn: jsmith <password>": a user name, then the password as the next word
+            n_at, n_word, n_core = words[j + 1]
+            if len(n_core) >= 8 and _value_before_noun(n_core) and not _code_word(n_word) and "/" not in n_core:
+                a = n_at + n_word.find(n_core)
+                return a, a + len(n_core)
     return None
+
+
+_ACCOUNT_NAME = re.compile(r"[a-z][a-z0-9._\-]{1,31}")
+# Words prose puts where a pair's user name would be: verbs and pointers, not accounts.
+_NOT_ACCOUNT = frozenset(
+    "see ask check contact via stored saved kept rotated expired sent shared from under same unchanged unknown "
+    "missing pending none tbd in at on is are was were be the a an my your our their his her its".split()
+)
 
 
 def _der_private_key(secret: str) -> bool:
@@ -1532,6 +1715,10 @@ def _csv_secret(key: str, value: str, *, column: bool = False) -> bool:
         and assignment_value_ok(value, quoted=False, sep=":", key=key)
         and (_prose_token(value) or _cased(value) or _UUID.fullmatch(value) is not None)
     )
+
+
+# WordPress's authentication keys and salts (wp-config.php): LOGGED_IN_KEY and NONCE_SALT name no credential word.
+_WP_SECRET = re.compile(r"(?:AUTH|SECURE_AUTH|LOGGED_IN|NONCE)_(?:KEY|SALT)")
 
 
 def _keyed_value(key: str, value: str) -> bool:
@@ -1641,6 +1828,15 @@ def _b64_text(secret: str) -> str:
         return ""
 
 
+def _b64_jwt_header(secret: str) -> bool:
+    """Base64 opening on a JWT's own header (eyJhbGciOi... = {"alg":...): a token encoded once more."""
+    head = secret[: len(secret) - len(secret) % 4][:64]
+    try:
+        return base64.b64decode(head, validate=True).startswith(b"eyJhbGciOi")
+    except (binascii.Error, ValueError):
+        return False
+
+
 def _pem_base64_check(_m: re.Match[str], secret: str) -> bool:
     head = secret[:120]
     head = head[: len(head) - len(head) % 4]
@@ -1677,12 +1873,14 @@ _POSITIONAL_CALLS = {
     "LiveEnvironment": 1,
     "SandboxEnvironment": 1,
     "ClientSecretCredential": 2,
+    "login": 1,  # smtplib / ftplib / imaplib: server.login(user, password)
 }
 _POSITIONAL_CALL = re.compile(
     r"(?<![\w$.])(?:[\w$]{1,64}\.){0,4}(?P<f>" + "|".join(re.escape(f) for f in _POSITIONAL_CALLS) + r")\("
 )
 _POSITIONAL_ARG = re.compile(
-    r"\s{0,64}+(?P<q>['\"])(?P<v>[^'\"\\\r\n]{1,512}+)(?P=q)\s{0,64}+(?:,|\)|\.toCharArray\(\))"
+    r"\s{0,64}+(?:(?P<q>['\"])(?P<v>[^'\"\\\r\n]{1,512}+)(?P=q)|(?P<var>[$@%]?[A-Za-z_][\w.$>\-]{0,63}+))"
+    r"\s{0,64}+(?:,|\)|\.toCharArray\(\))"
 )
 
 
@@ -1692,12 +1890,178 @@ def _find_positional_credentials(text: str) -> Iterator[Span]:
         want, pos, index = _POSITIONAL_CALLS[call.group("f")], call.end(), 0
         while (arg := _POSITIONAL_ARG.match(text, pos)) is not None:
             if index == want:
-                if assignment_value_ok(arg.group("v"), quoted=True, password=True):
+                # the secret itself must be a literal; a variable may stand before it (connect($dsn, 'u', 'p'))
+                if arg.group("v") is not None and assignment_value_ok(arg.group("v"), quoted=True, password=True):
                     yield arg.span("v")
                 break
             if not text[arg.end() - 1 : arg.end()] == ",":
                 break
             pos, index = arg.end(), index + 1
+
+
+# Services whose keys and tokens carry no prefix of their own: named only by the setting that holds them (COHERE=,
+# algolia_admin: ..., cohere.Client("...")). Only whole-word-start matches count (a segment of the key opening so).
+_PROVIDERS = (
+    "adafruit airtable algolia alibaba amplitude anthropic artifactory asana assemblyai atlassian auth0 beamer "
+    "bitbucket bittrex braintree browserstack bugsnag buildkite circleci clickhouse cloudflare codecov cohere "
+    "coinbase confluent contentful databricks datadog deepgram deepl deepseek digitalocean discord docusign "
+    "droneci dropbox dynatrace elevenlabs etsy facebook fastly figma finicity finnhub fireworks flickr freshbooks "
+    "gitguardian gitter gocardless groq heroku honeycomb hubspot huggingface intercom jfrog jira klaviyo kraken "
+    "kucoin launchdarkly linkedin logdna loggly mailchimp mailgun mailjet mandrill mapbox mattermost meraki "
+    "messagebird mistral mixpanel netlify newrelic nexmo ngrok nytimes okta openai openrouter pagerduty papertrail "
+    "perplexity pinecone plaid plivo postmark privateai pusher rapidapi replicate rollbar saucelabs sendbird "
+    "sendgrid sendinblue sentry shopify slack snyk sonar sparkpost squarespace stripe sumologic supabase telegram "
+    "telnyx togetherai travis trello twilio twitch twitter typeform vercel vonage voyage wandb weaviate yandex "
+    "zendesk zapier kaggle snowflake salesforce hotjar fullstory onesignal revenuecat paddle chargebee recurly "
+    "lemonsqueezy bigcommerce contentstack storyblok datocms hygraph cloudinary imgix uploadcare giphy unsplash "
+    "openweather weatherapi mapquest tomtom opencage ipinfo ipstack clearbit hubstaff harvest toggl bandwidth sinch "
+    "smartsheet airbrake raygun launchpad scaleway linode vultr hetzner backblaze wasabi"
+).split()
+_PROVIDER_START = re.compile(r"(?:" + "|".join(_PROVIDERS) + r")")
+# A key's last word naming something public or not a credential (an id, an address, a place, a name, a count).
+_PROVIDER_KEY_NOT = frozenset(
+    "id ids sid uid url uri urls host hostname domain region zone endpoint env environment site user username "
+    "email org organization project account name version channel app plan price product customer phone number "
+    "sender bucket index dataset team workspace base table list audience model publishable public pub path file "
+    "dir port timeout level mode enabled tag release dsn callback redirect scope issuer tenant cluster server "
+    "service type format location folder queue topic prefix suffix size limit count retries interval client".split()
+)
+_KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_TOKEN_ALPHABET = re.compile(r"[A-Za-z0-9_\-+/=.~]{16,256}")
+# Object ids payment APIs print everywhere (Stripe's price_, cus_, ...): names, not secrets.
+_OBJECT_ID = re.compile(
+    r"(?:prod|price|cus|sub|pi|ch|acct|evt|in|txn|seti|pm|src|tok|re|po|tr|ba|card|plan|ii|il|si|cs|ic|py|prc|"
+    r"app|tbl|fld|viw|rec|usr|sel|att)_[A-Za-z0-9]{6,64}"
+)
+
+
+def _token_shaped(value: str, *, uuid_ok: bool = False) -> bool:
+    """A credential's random body as a setting holds it: 16+ characters of a token's alphabet with letters and two
+    digits or more, no filler, no word list (parts all letters or all digits), no id, name, path or address."""
+    if _TOKEN_ALPHABET.fullmatch(value) is None or is_placeholder(value) or low_entropy(value):
+        return False
+    if sum(c.isdigit() for c in value) < 2 or sum(c.isalpha() for c in value) < 2:
+        return False
+    if len(value) < 32 and re.fullmatch(r"[0-9a-f]+|[0-9A-F]+", value):
+        return False  # a short hex string is an id or a hash's prefix; hex API keys run 32 digits or more
+    if _UUID.fullmatch(value):
+        return uuid_ok and not _sample_uuid(value)
+    if _OBJECT_ID.fullmatch(value) or _DIGEST.fullmatch(value) or _PASSWORD_HASH.fullmatch(value):
+        return False
+    if _DOTTED.fullmatch(value) or _SNAKE_OR_KEBAB.fullmatch(value):
+        return False  # web.page_views.count2024, page_views_2024a: a metric's or a field's name
+    parts = [p for p in re.split(r"[_\-./+=~]", value) if p]
+    if all(p.isalpha() or p.isdigit() for p in parts):
+        return False  # release-2024-03-01, eu-west-1, checkout_service_v2: words and numbers, an id
+    if "." in value and re.search(r"\.[a-z]{2,}(?:/|$)", value):
+        return False  # a host name (acme.datadoghq.eu)
+    return _ascending_run(value) < 7
+
+
+def _provider_key(key: str, *, call: bool = False) -> str | None:
+    """The provider a setting's key names (COHERE, algoliaAdmin, mailgun.private), unless the key's last word says
+    it holds something public (ALGOLIA_APP_ID, datadog_site) -- or None. A ``call``'s name (cohere.Client) ends on
+    its function's, which says nothing of the value."""
+    words = [w.lower() for w in _KEY_WORDS.findall(key)]
+    if not words or (not call and words[-1] in _PROVIDER_KEY_NOT):
+        return None
+    for w in words:
+        m = _PROVIDER_START.match(w)
+        if m is not None:
+            return m.group()
+    return None
+
+
+# The glue before a provider's value (= : := => and the like, then maybe a quote) and the value itself; the key is
+# read back from the glue. Anchored on the glue: a value of sixteen token characters right after it.
+_PROVIDER_GLUE = re.compile(
+    r"(?P<glue>[\"']?[ \t]{0,8}+(?::=|::=|=>|[?+]=|[=:>])[ \t]{0,8}+)(?P<q>[\"'`]?)"
+    r"(?P<s>[A-Za-z0-9_\-+=.~][A-Za-z0-9_\-+/=.~]{15,255}+)(?P=q)(?![A-Za-z0-9_\-+/=.~])"
+)
+_PROVIDER_CALL = re.compile(
+    r"\([ \t]{0,4}+(?:(?P<kw>[A-Za-z_]{1,20}+)[ \t]{0,4}+=[ \t]{0,4}+)?(?:(?P<q1>[\"'])[^\"'\n]{1,64}+(?P=q1)"
+    r"[ \t]{0,4}+,[ \t]{0,4}+)?(?P<q>[\"'])(?P<s>[A-Za-z0-9_\-+=.~][A-Za-z0-9_\-+/=.~]{15,255}+)(?P=q)"
+)
+# (one anchor per glue character: the combined anchor search factors anchors by their first literal character)
+# A value of sixteen token characters or more holding a digit (the value needs two), not opening on '/' (a URL's
+# "://"): most code's glue is followed by a name, most prose's parenthesis by words.
+_PROVIDER_VALUE = r"(?=[A-Za-z0-9_\-+=.~][A-Za-z0-9_\-+/=.~]{15})[A-Za-z0-9_\-+/=.~]{0,255}?[0-9]"
+_PROVIDER_SPOTS = (
+    *(c + r"[ \t]{0,8}[\"'`]?" + _PROVIDER_VALUE for c in "=:>"),
+    r"\([ \t]{0,4}(?:[A-Za-z_]{1,20}[ \t]{0,4}=[ \t]{0,4})?[\"'](?:[^\"'\n]{1,64}[\"'][ \t]{0,4},[ \t]{0,4}[\"'])?"
+    + _PROVIDER_VALUE,
+)
+_PROVIDER_SPOT = re.compile("|".join(_PROVIDER_SPOTS))
+_IDENT_REVERSED = re.compile(r"[\w$.\-]{1,64}")
+_UUID_PROVIDERS = frozenset("heroku snyk squarespace sendbird kucoin codecov pinecone messagebird".split())
+
+
+_CREDENTIAL_WORDS = frozenset("secret secrets token password passwd pwd apikey credential credentials".split())
+
+
+def _credential_inside(key: str) -> bool:
+    """Whether a credential word is one of ``key``'s words (not its last: then it is the assignment rule's), and
+    the last says nothing public (secret_name, token_url)."""
+    words = [w.lower() for w in _KEY_WORDS.findall(key)]
+    pairs = {a + b for a, b in zip(words, words[1:])}
+    return (
+        len(words) >= 2
+        and words[-1] not in _PROVIDER_KEY_NOT
+        and (bool(_CREDENTIAL_WORDS.intersection(words[:-1])) or "apikey" in pairs)
+    )
+
+
+def _key_before(text: str, end: int) -> str:
+    """The identifier (maybe quoted, maybe a dotted path) ending at ``end``: matched on the reversed text, so the
+    cost is the key's length, not a search."""
+    head = text[max(0, end - 64) : end].rstrip("\"'")
+    m = _IDENT_REVERSED.match(head[::-1])
+    if m is None:
+        return ""
+    key = m.group()[::-1]
+    return key[len(key) - len(key.lstrip("0123456789.-")) :] if key[:1] in "0123456789.-" else key
+
+
+def _find_provider_credentials(text: str) -> Iterator[Span]:
+    """A provider-named setting's value (COHERE=..., "algolia": "...") and a provider client handed its key
+    (cohere.Client("..."), wandb.login(key="...")): a random token's value only. The key is read back first, so
+    most spots (a key naming nothing) cost no match."""
+    pos = 0
+    while (spot := _PROVIDER_SPOT.search(text, pos)) is not None:
+        pos = spot.start() + 1
+        inside = False
+        if text[spot.start()] == "(":
+            call = _key_before(text, spot.start())
+            provider = _provider_key(call, call=True) if call else None
+            m = _PROVIDER_CALL.match(text, spot.start())
+            if m is None:
+                continue
+            kw = m.group("kw")
+            if provider is None and kw is not None:
+                provider = _provider_key(kw)
+            if provider is None or (kw is not None and kw.lower() in _PROVIDER_KEY_NOT):
+                continue
+        else:
+            glue_start = spot.start()
+            while glue_start > 0 and text[glue_start - 1] in " \t\"'":
+                glue_start -= 1
+            key = _key_before(text, glue_start)
+            if not key or sensitive_key(key):
+                continue  # a credential-named key is the assignment rule's
+            provider = _provider_key(key)
+            inside = provider is None and _credential_inside(key)
+            if (provider is None and not inside) or _NOT_SECRET_KEY.search(key):
+                continue
+            if text[max(0, glue_start - len(key) - 3) : glue_start - len(key)].rstrip("\"'").endswith("::"):
+                continue  # "AWS::Chatbot::SlackChannelConfiguration": "<hash>": a type's name, not a setting
+            m = _PROVIDER_GLUE.match(text, glue_start)
+            if m is None:
+                continue
+        value = m.group("s")
+        # A credential word inside the key (todo_secret_do_not_commit, apiKeyProd): a random mix only.
+        if (not inside or _cased(value)) and _token_shaped(value, uuid_ok=provider in _UUID_PROVIDERS):
+            pos = max(pos, m.end("s"))
+            yield m.span("s")
 
 
 RULES: tuple[Rule, ...] = (
@@ -1743,19 +2107,20 @@ RULES: tuple[Rule, ...] = (
             + _SEP
             + r"(?P<s>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
             # The secret right after its key id, as in the console's credentials CSV ("AKIA...,secret").
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[\"']?[ \t]{0,8}+[,;:|\t][ \t]{0,8}+[\"']?"
+            # Also with words between, on its line ("AKIA... / <secret> used by", "key AKIA... and secret <secret>").
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])[^\r\n]{1,48}?(?<![A-Za-z0-9/+=])"
             r"(?P<s_pair>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
             # An Erlang/Elixir tuple or a list of pairs: {aws_secret_access_key, "..."}
             r"(?i:secret[_.\-]?access[_.\-]?key)[\"']?[ \t]{0,8}+,[ \t]{0,8}+[\"']"
             r"(?P<s_tuple>[A-Za-z0-9/+]{40}+)(?![A-Za-z0-9/+=])",
-            check=lambda m, secret: "s_pair" not in m.re.groupindex or _mixed(m, secret),
+            check=lambda m, secret: "s_pair" not in m.re.groupindex or _aws_secret_shape(secret),
         ),
         anchors=("A(?:KIA|SIA)", r",(?<=[Kk][Ee][Yy],)", r",(?<=[Kk][Ee][Yy]',)", r",(?<=[Kk][Ee][Yy]\",)"),
         keywords=("key",),
     ),
     Rule(
         "gcp_api_key",
-        _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD, check=lambda _m, s: not low_entropy(s)),
+        _regex(_L + r"AIza[0-9A-Za-z_\-]{35}+" + _RD, check=lambda _m, s: not low_entropy(s) and not sequential(s)),
         anchors=("AIza",),
     ),
     Rule(
@@ -2152,6 +2517,12 @@ RULES: tuple[Rule, ...] = (
             _L + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _R,  # LangSmith
             r"(?<![\w-])APP_KEY[ \t]{0,4}+=[ \t]{0,4}+['\"]?(?P<s>base64:[A-Za-z0-9+/]{43}=)",  # Laravel's app key
             r"(?<![\w.\-])v1\.0-[a-f0-9]{24}-[a-f0-9]{100,200}+" + _R,  # Cloudflare Origin CA key
+            r"(?<![\w.])(?:pat|sat)\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}" + _R,  # Harness
+            _L + r"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk" + _R,  # MaxMind license key
+            _L + r"cmVmd[A-Za-z0-9]{59}" + _R,  # Artifactory reference token
+            # Kaggle's kaggle.json: {"username": "...", "key": "<32 hex>"}
+            r"\"username\"[ \t]{0,8}+:[ \t]{0,8}+\"[^\"\r\n]{1,64}+\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"key\"[ \t]{0,8}+:[ \t]{0,8}+"
+            r"\"(?P<s>[0-9a-f]{32})\"",
             check=_random,
         ),
         anchors=(
@@ -2204,6 +2575,11 @@ RULES: tuple[Rule, ...] = (
             "APP_KEY",
             r"_(?<=lsv2_)",
             r"-(?<=v1\.0-)",
+            r"\.(?<=pat\.)",
+            r"\.(?<=sat\.)",
+            "_mmk",
+            "V(?<=cmV)md",
+            '"key"',
         ),
     ),
     # SQL: CREATE/ALTER USER|ROLE ... PASSWORD 'value', MySQL's IDENTIFIED BY 'value'.
@@ -2226,7 +2602,8 @@ RULES: tuple[Rule, ...] = (
             r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,4096}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{8,4096}+" + _RD,
             r"(?<![A-Za-z0-9+/])ZXlK[A-Za-z0-9+/]{60,16384}+={0,2}+",  # a JWT base64-encoded once more
             check=lambda _m, s: (
-                not s.endswith(_JWT_IO_SAMPLE) and (not s.startswith("ZXlK") or _JWT.match(_b64_text(s)) is not None)
+                not s.endswith(_JWT_IO_SAMPLE)
+                and (not s.startswith("ZXlK") or _JWT.match(_b64_text(s)) is not None or _b64_jwt_header(s))
             ),
         ),
         anchors=(r"\.eyJ", "ZXlK"),
@@ -2324,9 +2701,31 @@ RULES: tuple[Rule, ...] = (
             # PowerShell: ConvertTo-SecureString "VALUE" -AsPlainText -Force
             r"ConvertTo-SecureString[ \t]{1,8}+(?:-String[ \t]{1,8}+)?(?P<q>['\"])(?P<s_ps>[^'\"\r\n$]{1,256}+)(?P=q)"
             r"[ \t]{1,8}+-AsPlainText",
+            # htpasswd -b[c] FILE USER VALUE, htpasswd -nb USER VALUE: the password on the command line
+            r"(?<![\w-])htpasswd(?:[ \t]{1,4}+-[A-Za-z]{1,8}+)*?[ \t]{1,4}+-(?P<hf>[A-Za-z]{0,7}b[A-Za-z]{0,7})"
+            r"(?:[ \t]{1,4}+-[A-Za-z]{1,8}+)*+(?:[ \t]{1,4}+(?P<ha>[^\s\-|;&][^\s|;&]{0,255}+)){1,2}?"
+            r"[ \t]{1,4}+['\"]?(?P<s_ht>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])['\"]?(?=[ \t]*+(?:$|[\r\n|;&]))",
+            # openssl -k VALUE; 7z/rar -pVALUE; zip/unzip -P VALUE; keytool -storepass/-keypass VALUE; gpg --passphrase
+            r"(?<![\w-])openssl(?:[ \t][^\r\n|;&]{0,256}?)?[ \t]-k[ \t]{1,4}+['\"]?"
+            r"(?P<s_ossl>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])(?:7z|7za|7zr|rar|unrar)(?:[ \t][^\r\n|;&]{0,256}?)?[ \t]-p['\"]?"
+            r"(?P<s_7z>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])(?:zip|unzip|zipcloak)(?:[ \t][^\r\n|;&]{0,256}?)?[ \t]-P[ \t]{1,4}+['\"]?"
+            r"(?P<s_zip>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]{1,4}+['\"]?"
+            r"(?P<s_kt>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])--passphrase(?:[ \t]{1,4}+|=)['\"]?(?P<s_gpg>[^\s'\"`$-][^\s'\"`$]{2,254}[^\s'\"`$,.;:)\]}])",
+            # echo VALUE | sudo -S ...: sudo reads the password from the pipe
+            r"(?<![\w-])echo[ \t]{1,4}+(?P<q2>['\"]?)(?P<s_su>[^\s'\"`$|][^\s'\"`|]{2,254}+)(?P=q2)[ \t]{0,4}+\|[ \t]{0,4}+"
+            r"sudo[ \t]{1,4}+(?:-[A-Za-z]{1,4}+[ \t]{1,4}+)*?-[A-Za-z]{0,3}S",
             check=_cli_check,
         ),
         anchors=(
+            "htpasswd",
+            r"\|[ \t]{0,4}sudo[ \t]",
+            r"-k(?<=[ \t]-k)",
+            r"-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)",
+            "--passphrase",
             r"-u[ \t=]",
             r"--user[ \t=]",
             r"--basic-auth[ \t=]",
@@ -2400,18 +2799,25 @@ RULES: tuple[Rule, ...] = (
             r"(?P<s>[^<>\s]{1,256}+)</(?P=t)>",
             # An Apple property list: <key>PartnerApiKey</key> <string>v</string>
             r"<key>(?P<k>[\w.\-]{1,64}+)</key>[ \t\r\n]{0,64}+<string>(?P<s>[^<>\s]{1,256}+)</string>",
-            r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,32}+['\"]"
-            r"(?P<s>[^'\"\s]{1,256}+)['\"]",
+            # (the value's own quote closes it: a WordPress salt holds the other kind, and escaped ones)
+            r"(?<![\w$>])define\([ \t]{0,4}+['\"](?P<k>[\w.\-]{1,64}+)['\"][ \t]{0,4}+,[ \t]{0,32}+(?P<dq>['\"])"
+            r"(?P<s>(?:(?!(?P=dq))[^\s\\]|\\.){1,256}+)(?P=dq)",
             # An environment entry as Kubernetes, Compose and ECS write it: name: DB_PASSWORD / value: ...
             r"(?<![\w-])name:[ \t]{0,8}+['\"]?(?P<k>[\w.\-]{1,64}+)['\"]?[ \t]{0,8}+\r?\n[ \t]{0,64}+value:[ \t]{0,8}+"
             r"(?P<q>['\"]?)(?P<s>[^'\"\s#][^'\"\s]{0,255}+)(?P=q)[ \t]{0,8}+(?=\r?\n|\Z)",
             # {"name": "DB_PASSWORD", "value": "..."} (ECS, Kubernetes JSON), {"key": "...", "value": ...} (Postman)
             r"\"(?:[Nn]ame|[Kk]ey)\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+,[ \t\r\n]{0,64}+\"[Vv]alue\""
             r"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\s]{1,256}+)\"",
+            # A Terraform variable's default: variable "db_password" { ... default = "..." }
+            r"(?<![\w-])variable[ \t]{1,8}+\"(?P<k>[\w\-]{1,64}+)\"[ \t]{0,8}+\{(?:[^{}\"]|\"[^\"\r\n]{0,256}+\"){0,1024}?"
+            r"(?<![\w-])default[ \t]{0,8}+=[ \t]{0,8}+\"(?P<s>[^\"\\\r\n]{1,256}+)\"",
             # A setting whose value is an object: Spring Boot actuator's /env ("db.password": {"value": "..."})
             r"\"(?P<k>[\w.\-]{1,64}+)\"[ \t]{0,8}+:[ \t\r\n]{0,64}+\{[ \t\r\n]{0,64}+\"[Vv]alue\"[ \t]{0,8}+:[ \t]{0,8}+"
             r"\"(?P<s>[^\"\s]{1,256}+)\"",
-            check=lambda m, secret: _keyed_value(m.group("k"), secret),
+            check=lambda m, secret: (
+                _keyed_value(m.group("k"), secret)
+                or (_WP_SECRET.fullmatch(m.group("k")) is not None and assignment_value_ok(secret, quoted=True))
+            ),
         ),
         anchors=(
             r"</[\w.\-]{0,64}(?i:word|wd|phrase|pass|secret|token|auth|key)>",
@@ -2423,6 +2829,7 @@ RULES: tuple[Rule, ...] = (
             '"Value"',
             "</key>",
             "</string>",
+            r'"[ \t]{0,8}\{',
         ),
     ),
     Rule(
@@ -2445,9 +2852,20 @@ RULES: tuple[Rule, ...] = (
         _regex(
             r"(?<![\w$])(?P<k>[A-Za-z_$][\w$]{0,63}+)[ \t]{0,4}+(?:\|\||\?\?|\?:)[ \t]{0,4}+(?P<q>['\"])"
             r"(?P<s>[^'\"\\\s]{1,256}+)(?P=q)",
+            # Rust: env::var("API_KEY").unwrap_or("v"), .unwrap_or_else(|_| "v".into()); Python: getenv("X") or "v"
+            r"\([ \t]{0,4}+\"(?P<k>[A-Za-z_][\w.\-]{0,63}+)\"[ \t]{0,4}+\)[ \t]{0,4}+(?:\.unwrap_or\([ \t]{0,4}+"
+            r"|\.unwrap_or_else\([ \t]{0,4}+\|[^|]{0,8}+\|[ \t]{0,4}+)\"(?P<s>[^\"\\\s]{1,256}+)\"",
+            r"\([ \t]{0,4}+(?P<q>['\"])(?P<k>[A-Za-z_][\w.\-]{0,63}+)(?P=q)[ \t]{0,4}+\)[ \t]{1,4}+or[ \t]{1,4}+"
+            r"(?P<q2>['\"])(?P<s>[^'\"\\\s]{1,256}+)(?P=q2)",
             check=lambda m, s: _keyed_value(m.group("k"), s),
         ),
-        anchors=(r"\|\|[ \t]{0,4}['\"]", r"\?\?[ \t]{0,4}['\"]", r"\?:[ \t]{0,4}['\"]"),
+        anchors=(
+            r"\|\|[ \t]{0,4}['\"]",
+            r"\?\?[ \t]{0,4}['\"]",
+            r"\?:[ \t]{0,4}['\"]",
+            r"\.unwrap_or",
+            r"\)[ \t]{1,4}or[ \t]{1,4}['\"]",
+        ),
     ),
     Rule(
         "csv_credential",
@@ -2460,7 +2878,7 @@ RULES: tuple[Rule, ...] = (
         "prose_password",
         _regex(
             _PASSWORD_WORD
-            + r"(?:[ \t]{1,4}+(?i:for|of|on)(?:[ \t]{1,4}+[^\s:=]{1,64}+){1,3}?(?:[ \t]{0,4}+:|"
+            + r"(?:[ \t]{1,4}+(?i:for|of|on)(?:[ \t]{1,4}+[^\s:=]{1,64}+){1,3}?(?:[ \t]{0,4}+[:=]|"
             + _PROSE_VERB
             + r")|"
             + _PROSE_VERB
@@ -2471,9 +2889,52 @@ RULES: tuple[Rule, ...] = (
             r"(?i:\b(?:use|using|with|enter|type)[ \t]{1,4}+(?:the[ \t]{1,4}+)?)"
             + _PASSWORD_WORD
             + r"[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])",
-            check=lambda _m, s: _prose_value(s),
+            # The value first: "Maple@5765 is the root pw for staging", "use Xk9!... as the password"
+            r"(?<![^\s(>'\"`])['\"`]?(?P<s_before>[^\s'\"`]{5,63}[^\s'\"`.,;:?)\]}])['\"`]?[ \t]{1,4}+(?i:is|was)"
+            r"[ \t]{1,4}+(?:(?i:the|my|our|your|his|her|their|its)[ \t]{1,4}+)?(?:[\w\-]{1,20}+[ \t]{1,4}+){0,3}?"
+            + _PASSWORD_WORD,
+            r"(?i:\buse)[ \t]{1,4}+['\"`]?(?P<s_use>[^\s'\"`]{5,127}[^\s'\"`.,;:?)\]}])['\"`]?[ \t]{1,4}+(?i:as)"
+            r"[ \t]{1,4}+(?:(?i:the|my|your|our|a|an|its)[ \t]{1,4}+)?(?:[\w\-]{1,20}+[ \t]{1,4}+){0,2}?"
+            + _PASSWORD_WORD,
+            # No noun but what it does: "Use <value> to unlock the laptop", "I've reset it to <value>", and a bare
+            # "pass" ("the jenkins admin pass is <value>"): a value only a password looks like (_value_before_noun)
+            r"(?i:\buse)[ \t]{1,4}+['\"`]?(?P<s_before>[^\s'\"`]{7,127}[^\s'\"`.,;:)\]}])['\"`]?[ \t]{1,4}+to "
+            r"(?:unlock|log ?in|sign in)\b",
+            r"(?i:\b(?:reset|set|changed|updated))[ \t]{1,4}+it to[ \t]{1,4}+['\"`]?"
+            r"(?P<s_before>[^\s'\"`]{7,127}[^\s'\"`.,;:)\]}])",
+            r"\b(?:pass|Pass|PASS) (?:is|was)[ \t]{1,4}+['\"`]?(?P<s_before>[^\s'\"`]{7,127}[^\s'\"`.,;:)\]}])",
+            r"\b(?:pass|Pass|PASS) for(?:[ \t]{1,4}+[^\s:=]{1,64}+){1,3}?[ \t]{0,4}+[:=][ \t]{0,4}+['\"`]?"
+            r"(?P<s_before>[^\s'\"`]{5,127}[^\s'\"`.,;:)\]}])",
+            r"\b(?:[Ll]og|[Ll]ogging|[Ss]ign|[Ss]igning) in with[ \t]{1,4}+['\"`]?"
+            r"(?P<s_before>[^\s'\"`]{7,127}[^\s'\"`.,;:)\]}])",
+            # a passphrase of plain words, quoted: the passphrase is "violet anchor marble lamp"
+            _PASSWORD_WORD + r"(?:" + _PROSE_VERB + r"|[ \t]{0,4}+:)[ \t]{1,4}+(?P<dq>[\"'“])"
+            r"(?P<s_phrase>[a-z]{2,24}+(?: [a-z0-9]{1,24}+){2,7}+)[\"'”]",
+            check=lambda m, s: (
+                _passphrase(s)
+                if "s_phrase" in m.re.groupindex
+                else _prose_value(s)
+                if "s_before" not in m.re.groupindex
+                else _value_before_noun(s)
+            ),
         ),
-        anchors=("assword", "asswd", "asscode", "assphrase", "ASSWORD", "ASSWD", "ASSCODE", "ASSPHRASE"),
+        anchors=(
+            "assword",
+            "asswd",
+            "asscode",
+            "assphrase",
+            "ASSWORD",
+            "ASSWD",
+            "ASSCODE",
+            "ASSPHRASE",
+            *_PW_ANCHORS,
+            *("to " + v for v in ("unlock", "log in", "login", "sign in")),
+            "in with",
+            "it to",
+            "pass ",  # (then "is", "was" or "for": one substring test for the three)
+            "Pass ",
+            "PASS ",
+        ),
     ),
     # An API key told in prose: "your API key is 3f8e...", "the API key for staging: ...". Only a long value mixing
     # letters and digits counts (_prose_token); the casings taken are the ones the anchors cover.
@@ -2486,6 +2947,10 @@ RULES: tuple[Rule, ...] = (
             + r")|"
             + _PROSE_VERB
             + r")[ \t]{1,4}+['\"`]?(?P<s>[^\s'\"`]{15,255}[^\s'\"`.,;:?)\]}])",
+            # the key first, named after it: "here you go: <key> (that's the prod API key)"
+            r"(?<![^\s:(>'\"`])['\"`]?(?P<s>[^\s'\"`]{15,255}[^\s'\"`.,;:?)\]}])['\"`]?[ \t]{0,4}+[(,\-—–][ \t]{0,4}+"
+            r"(?i:that's|that is|this is|it's|it is)[ \t]{1,4}+(?:(?i:the|my|our|your)[ \t]{1,4}+)?(?:[\w\-]{1,20}+[ \t]{1,4}+){0,3}?"
+            r"\b(?:[Aa]pi key|API (?:key|Key|KEY))\b",
             check=lambda _m, s: _prose_token(s),
         ),
         anchors=("pi key", "PI key", "PI Key", "PI KEY"),
@@ -2514,11 +2979,23 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "cli_token",
         _regex(
-            r"(?<![\w-])--(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key)(?:[ \t]{1,4}+|=)"
+            r"(?<![\w-])--(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key|account-key|sas-token"
+            r"|master-key|storage-key|app-key|admin-key|signing-key|webhook-secret|bot-token|access-key-secret)(?:[ \t]{1,4}+|=)"
             r"['\"]?(?P<s>[^\s'\"`$<{-][^\s'\"`$]{14,254}[^\s'\"`$,.;:)\]}])",
+            # gh secret set NAME --body VALUE, wandb login VALUE, ngrok [config add-]authtoken VALUE
+            r"(?<![\w-])gh[ \t]{1,4}+secret[ \t]{1,4}+set[ \t]{1,4}+[^\s|;&]{1,128}+(?:[ \t]{1,4}+-[^\s|;&]{1,64}+)*?"
+            r"[ \t]{1,4}+(?:--body|-b)(?:[ \t]{1,4}+|=)['\"]?(?P<s_gh>[^\s'\"`$<{-][^\s'\"`$]{14,254}[^\s'\"`$,.;:)\]}])",
+            r"(?<![\w-])(?:wandb[ \t]{1,4}+login(?:[ \t]{1,4}+--[a-z\-]{1,32}+)*+|ngrok[ \t]{1,4}+(?:config[ \t]{1,4}+add-)?authtoken)"
+            r"[ \t]{1,4}+['\"]?(?P<s_cli>[^\s'\"`$<{-][^\s'\"`$]{14,254}[^\s'\"`$,.;:)\]}])",
             check=lambda _m, s: _prose_key_value(s),
         ),
-        anchors=(r"-(?<=--)(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key)",),
+        anchors=(
+            r"-(?<=--)(?:api-?key|apikey|token|auth-token|access-token|client-secret|secret-key|account-key|sas-token"
+            r"|master-key|storage-key|app-key|admin-key|signing-key|webhook-secret|bot-token|access-key-secret)",
+            "secret set",
+            "wandb",
+            "authtoken",
+        ),
     ),
     Rule(
         "pinecone_api_key",
@@ -2530,9 +3007,20 @@ RULES: tuple[Rule, ...] = (
         "ethereum_private_key",
         _regex(
             r"(?<![\w$])accounts[ \t]{0,4}+:[ \t]{0,4}+\[[ \t\r\n]{0,64}+['\"`](?P<s>(?:0x)?[0-9a-fA-F]{64})['\"`]",
+            # pk: 0x<64 hex>, PRIVKEY=<64 hex>: a wallet's key under its short names
+            r"(?<![\w$])(?:pk|PK|privkey|PRIVKEY|priv|PRIV)[\"']?[:=][ \t]{0,4}+['\"`]?(?P<s_pk>(?:0x)?[0-9a-fA-F]{64})(?![0-9A-Za-z])",
             check=_random,
         ),
-        anchors=("accounts",),
+        anchors=(
+            "accounts",
+            # (the glue after a name ending as pk, privkey or priv end, maybe quoted)
+            *(
+                g + "(?<=" + k + q + g + ")"
+                for k in ("[pP][kK]", "[kK][eE][yY]", "[iI][vV]")
+                for g in ":="
+                for q in ("", "[\"']")
+            ),
+        ),
     ),
     # A credential's setting named in prose with its value, as incident notes and chat tell it: "found SECRET_KEY
     # was set to 06c3...", "`API_TOKEN` is now Gp9...". The name is an identifier with underscores naming a
@@ -2546,6 +3034,142 @@ RULES: tuple[Rule, ...] = (
             check=lambda m, s: sensitive_key(m.group("k")) and _prose_token(s),
         ),
         anchors=("_" + _PROSE_KEY_TAIL + r"[`'\"]?[ \t]{1,4}(?i:is|was|set|changed|reset|will)[ \t]",),
+    ),
+    # An Azure DevOps personal access token: 52 characters of lowercase base32 (the classic form, with no prefix: it
+    # holds the digits 2-7), or the newer 84 characters carrying JQQJ and the AZDO signature.
+    Rule(
+        "azure_devops_pat",
+        _regex(
+            r"(?<![A-Za-z0-9_\-])(?=[a-z2-7]{0,39}[2-7][a-z2-7]{12})[a-z2-7]{52}(?![A-Za-z0-9_\-])",
+            _L + r"[A-Za-z0-9]{52}JQQJ[A-Za-z0-9]{20}AZDO[A-Za-z0-9]{4}" + _R,
+            check=lambda _m, s: _random(_m, s) and sum(c.isdigit() for c in s) >= 3,
+        ),
+        anchors=(*(d + "[a-z2-7]{12}" for d in "234567"), "AZDO"),
+    ),
+    # A token as a URL's user name, no password after it: a Sentry DSN (https://<key>@o1.ingest.sentry.io/2), a git
+    # remote (https://<token>@host/repo). Only a random token counts; a user name is a word.
+    Rule(
+        "url_token_user",
+        _regex(
+            r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}+://(?P<s>[A-Za-z0-9_\-]{20,128}+)@(?=[A-Za-z0-9\[])",
+            check=lambda _m, s: _cased(s) or (_HEX_TOKEN.fullmatch(s) is not None and not low_entropy(s)),
+        ),
+        anchors=(r"/(?<=:/)/[A-Za-z0-9_\-]{20}",),
+    ),
+    # A key named only by its service: COHERE=<key>, "algolia": "<key>", cohere.Client("<key>").
+    Rule("provider_credential", _find_provider_credentials, anchors=_PROVIDER_SPOTS),
+    # A literal handed to an API as its signing key: .NET's SymmetricSecurityKey(Encoding.UTF8.GetBytes("...")),
+    # Java's SecretKeySpec("...".getBytes(), ...) and jjwt's Keys.hmacShaKeyFor, java-jwt's Algorithm.HMAC256("..."),
+    # jwt.sign(payload, "...") / jwt.encode(payload, "...") and Python's hmac.new(b"...").
+    Rule(
+        "signing_key_literal",
+        _regex(
+            r"SymmetricSecurityKey\([ \t]{0,4}+(?:Encoding\.(?:UTF8|ASCII|Unicode|Default)\.GetBytes|Convert\.FromBase64String)"
+            r"\([ \t]{0,4}+@?\"(?P<s>[^\"\\\r\n]{8,512}+)\"",
+            r"(?:SecretKeySpec|hmacShaKeyFor)\([ \t]{0,4}+\"(?P<s>[^\"\\\r\n]{8,512}+)\"\.getBytes",
+            r"Algorithm\.HMAC(?:256|384|512)\([ \t]{0,4}+\"(?P<s>[^\"\\\r\n]{8,512}+)\"",
+            r"(?<![\w$])(?:jwt|jsonwebtoken|JWT)\.(?:sign|encode)\([^()\r\n]{1,200}?,[ \t]{0,4}+(?P<q>['\"])"
+            r"(?P<s>[^'\"\\\r\n]{8,512}+)(?P=q)",
+            r"(?<![\w$])hmac\.new\([ \t]{0,4}+b?(?P<q2>['\"])(?P<s>[^'\"\\\r\n]{8,512}+)(?P=q2)",
+            check=lambda _m, s: assignment_value_ok(s, quoted=True),
+        ),
+        anchors=(
+            "SymmetricSecurityKey",
+            "SecretKeySpec",
+            "S(?<=hmacS)haKeyFor",
+            r"HMAC(?:256|384|512)\(",
+            r"\((?<=\.sign\()",
+            r"\((?<=\.encode\()",
+            r"\((?<=hmac\.new\()",
+        ),
+    ),
+    # A password typed into a login form by a browser test: Selenium's find_element(..."password").send_keys("v"),
+    # Playwright's and Puppeteer's fill("#password", "v") / type(...), Cypress's cy.get("#password").type("v").
+    Rule(
+        "form_password_fill",
+        _regex(
+            r"(?i:pass(?:word|wd)?|pwd)[^()\r\n]{0,40}?\)[ \t]{0,4}+\.send_keys\([ \t]{0,4}+(?P<q>['\"])"
+            r"(?P<s>[^'\"\\\r\n]{3,256}+)(?P=q)",
+            r"\.(?:fill|type)\([ \t]{0,4}+(?P<q1>['\"])[^'\"\r\n]{0,80}?(?i:pass(?:word|wd)?|pwd)[^'\"\r\n]{0,80}?(?P=q1)"
+            r"[ \t]{0,4}+,[ \t]{0,4}+(?P<q2>['\"])(?P<s>[^'\"\\\r\n]{3,256}+)(?P=q2)",
+            r"cy\.get\([ \t]{0,4}+(?P<q1>['\"])[^'\"\r\n]{0,80}?(?i:pass(?:word|wd)?|pwd)[^'\"\r\n]{0,80}?(?P=q1)[ \t]{0,4}+\)"
+            r"[ \t]{0,4}+\.type\([ \t]{0,4}+(?P<q2>['\"])(?P<s>[^'\"\\\r\n]{3,256}+)(?P=q2)",
+            check=lambda _m, s: assignment_value_ok(s, quoted=True, password=True) and not s.startswith("{"),
+        ),
+        anchors=(r"\.send_keys\(", r"\.fill\(", r"\.type\("),
+    ),
+    # A login told as a pair without a credential's noun: "connect with root/<password>", "log in as admin:<password>",
+    # and a Wi-Fi network's name and password ("Guest Wi-Fi: CoffeeShop_Guest / <password>").
+    Rule(
+        "prose_account_pair",
+        _regex(
+            r"(?i:\b(?:with|using|as|login|log[ \t]in[ \t]as|creds?|credentials|account))[ \t:]{1,4}+(?:(?i:user)[ \t]{1,4}+)?"
+            r"(?:" + "|".join(_ADMIN_ACCOUNTS) + r") ?(?P<sep>[/:]) ?"
+            r"(?P<s>[^\s'\"`/:]{5,63}[^\s'\"`/:.,;?)\]}])(?![^\s.,;?)\]}'\"`])",
+            # any user after "log in as" / "sign in as": "log in as qa_user / <password>"
+            r"(?:log|Log|logged|Logged|sign|Sign|signed|Signed)[ \t]?in as[ \t]{1,4}+[\w.@+\-]{1,64}+ ?"
+            r"(?P<sep2>[/:]) ?(?P<s_as>[^\s'\"`/:]{5,63}[^\s'\"`/:.,;?)\]}])(?![^\s.,;?)\]}'\"`])",
+            # a bare "admin:<password>" (no spaces), as a chat pastes a router's login
+            r"(?<![\w/.:@\-])(?:" + "|".join(_ADMIN_ACCOUNTS) + r"):(?P<s_bare>[^\s'\"`/:@]{7,63}[^\s'\"`/:@.,;?)\]}])"
+            r"(?![^\s.,;?)\]}'\"`])",
+            r"\b(?:" + "|".join(_WIFI_WORDS) + r")[^\r\n:]{0,40}+:[ \t]{0,4}+[^\s/]{1,64}+[ \t]{0,4}+/[ \t]{0,4}+"
+            r"(?P<s_wifi>[^\s'\"`]{5,63}[^\s'\"`.,;?)\]}])(?![^\s.,;?)\]}'\"`])",
+            # after ':' a lowercase name with digits is an image's tag (ubuntu:jammy-20240111), not a password
+            check=_account_pair_check,
+        ),
+        # (each account's name, a substring test: "administrator" and "sysadmin" hold "admin")
+        anchors=_ACCOUNT_ANCHORS + ("in as",) + _WIFI_ANCHORS,
+    ),
+    # An account's recovery or backup codes ("your recovery code is VTM4-QK00-SKH4") and a BitLocker recovery key
+    # (eight groups of six digits): each opens the account or the disk without its password.
+    Rule(
+        "recovery_code",
+        _regex(
+            r"\b(?:[Rr]ecovery|RECOVERY|[Bb]ackup|BACKUP) (?:codes?|keys?|CODES?|KEYS?)"
+            r"(?:[ \t]{1,4}+(?:is|are|was))?[ \t:]{0,4}+"
+            r"(?P<s>[A-Za-z0-9]{4,6}+(?:-[A-Za-z0-9]{4,6}+){1,7}+)(?![\w\-])",
+            r"(?<![\w\-])(?P<s_bl>\d{6}(?:-\d{6}){7})(?![\w\-])",
+            check=lambda m, s: m.groupdict().get("s_bl") is not None or (_mixed(m, s) and not low_entropy(s)),
+        ),
+        anchors=(
+            *(w + " " + n for w in ("ecovery", "ackup") for n in ("code", "key")),
+            *(w + " " + n for w in ("RECOVERY", "BACKUP") for n in ("CODE", "KEY")),
+            r"-(?<=\d{6}-)\d{6}-",
+        ),
+    ),
+    # A generic leaf under a credential's object: appsettings.json's "Jwt": { "Key": "..." }, YAML's jwt:\n  key: ...
+    Rule(
+        "nested_credential",
+        _regex(
+            r"\"(?P<p>[A-Za-z_][\w\-]{0,40}+)\"[ \t]{0,8}+:[ \t\r\n]{0,64}+\{(?:[^{}\"]|\"[^\"\r\n]{0,256}+\"){0,512}?"
+            r"\"(?:Key|key|KEY)\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s>[^\"\\\r\n]{8,256}+)\"",
+            r"(?m)^(?P<ind>[ \t]{0,32}+)(?P<p>[A-Za-z_][\w\-]{0,40}+):[ \t]{0,8}+\r?\n"
+            r"(?:(?P=ind)[ \t]{1,16}+[\w\-]{1,40}+:[^\r\n]{0,256}+\r?\n){0,16}?"
+            r"(?P=ind)[ \t]{1,16}+(?:Key|key|KEY):[ \t]{1,8}+(?P<q>['\"]?)(?P<s>[^\s'\"#]{8,256}+)(?P=q)[ \t]*+(?=\r?\n|\Z)",
+            # any leaf under secrets: / credentials: (a bag of them), when its value is a random token
+            r"(?m)^(?P<ind2>[ \t]{0,32}+)(?:secrets|credentials|creds|Secrets|Credentials|SECRETS|CREDENTIALS):[ \t]{0,8}+\r?\n"
+            r"(?:(?P=ind2)[ \t]{1,16}+[\w\-]{1,40}+:[^\r\n]{0,256}+\r?\n){0,16}?"
+            r"(?P=ind2)[ \t]{1,16}+[\w\-]{1,40}+:[ \t]{1,8}+(?P<q2>['\"]?)(?P<s_bag>[^\s'\"#]{16,256}+)(?P=q2)[ \t]*+(?=\r?\n|\Z)",
+            r"\"(?:secrets|credentials|Secrets|Credentials)\"[ \t]{0,8}+:[ \t\r\n]{0,64}+\{(?:[^{}\"]|\"[^\"\r\n]{0,256}+\"[ \t]{0,8}+:"
+            r"[ \t]{0,8}+\"[^\"\r\n]{0,256}+\"){0,64}?\"[\w\-]{1,40}+\"[ \t]{0,8}+:[ \t]{0,8}+\"(?P<s_bag>[^\"\\\r\n]{16,256}+)\"",
+            check=lambda m, s: (
+                _token_shaped(s)
+                if "s_bag" in m.re.groupindex
+                else _credential_parent(m.group("p")) and len(s) >= 12 and assignment_value_ok(s, quoted=True)
+            ),
+        ),
+        anchors=(
+            '"Key"',
+            '"key"',
+            '"KEY"',
+            r"\n[ \t]{1,48}(?:Key|key|KEY):[ \t]",
+            *(":(?<=" + w + ":)" for w in ("secrets", "credentials", "creds", "Secrets", "Credentials", "SECRETS")),
+            ":(?<=CREDENTIALS:)",
+            '"secrets"',
+            '"credentials"',
+            '"Secrets"',
+            '"Credentials"',
+        ),
     ),
 )
 

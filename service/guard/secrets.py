@@ -311,6 +311,9 @@ def guard_view(item: SubstrateItem, policy: str) -> SubstrateItem:
     return item
 
 
+_JOINED_MAX = 64  # strings up to this long are joined for one anchor search; longer ones are scanned alone
+
+
 def guard_data(value: Any, policy: str, *, field: str = "data") -> Any:
     """Return ``value`` (JSON-like: dicts, lists, strings, ...) rebuilt with every secret in every string -- dict
     keys and values, at any depth -- masked as redact_secrets masks it ("redact"), or refuse it ("reject").
@@ -327,9 +330,13 @@ def guard_data(value: Any, policy: str, *, field: str = "data") -> Any:
         texts: list[str] = []
         keys: list[str] = []
         copied = gathered_copy(value, texts, keys, _SHORTEST_SECRET)
-        # The common case: no string holds any rule's anchor and no key names a credential, so nothing is a secret.
-        if not triggered_in_any(texts) and not sensitive_key_in_any(keys):
-            return copied
+        # The common case: no key names a credential, the short strings (ids, names, links) hold no rule's anchor
+        # (one search over them joined) and the long ones (a text, a reason) hold no finding -- each long one is
+        # scanned on its own, as guard_item scans an item's text, so an anchor in it costs no second walk.
+        short = [t for t in texts if len(t) <= _JOINED_MAX]
+        if not sensitive_key_in_any(keys) and not triggered_in_any(short):
+            if not any(_findings(t) for t in texts if len(t) > _JOINED_MAX):
+                return copied
     walk = _Walk()
     out = walk.value(value, field)
     if walk.hits and policy == "reject":
