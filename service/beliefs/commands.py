@@ -33,7 +33,7 @@ from service.beliefs.model import (  # _TIER_STRENGTH: the spec names it here
     raw_entries,
 )
 from service.beliefs.query import retrieve_beliefs
-from service.domain.errors import ConcurrencyError, SubstrateError
+from service.domain.errors import ConcurrencyError, StateConflictError
 from service.domain.events import EvidenceAssimilated, EvidenceRetracted, ItemPut, NewEvent
 from service.domain.items import DEFAULT_SCOPE
 from service.domain.retry import retries
@@ -199,7 +199,7 @@ def _state(sub: Substrate, belief_id: str) -> tuple[BeliefItem | None, int, floa
     try:
         return belief_from_item(item), int(version), float(item["created_at"])
     except (ValueError, TypeError, KeyError):
-        raise SubstrateError(f"item {belief_id!r} is not a well-formed belief; cannot update it") from None
+        raise StateConflictError(f"item {belief_id!r} is not a well-formed belief; cannot update it") from None
 
 
 def _guarded_claim(sub: Substrate, claim: Claim, scope: str) -> Claim:

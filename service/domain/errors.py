@@ -19,6 +19,7 @@ __all__ = [
     "ReadOnlyError",
     "SecretPolicyError",
     "SnapshotError",
+    "StateConflictError",
     "SubstrateError",
 ]
 
@@ -42,6 +43,11 @@ class ConcurrencyError(SubstrateError):
 
 class ReadOnlyError(SubstrateError):
     """A write was attempted on a read-only view (for example a time-travel view)."""
+
+
+class StateConflictError(SubstrateError):
+    """The stored state does not allow this command: e.g. a belief's item was changed into something that is no
+    longer a belief. Nothing was written; the request itself was well-formed (HTTP 409, not 422)."""
 
 
 def _absent(name: Any) -> bool:

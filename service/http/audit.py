@@ -13,7 +13,7 @@ from service.http.auth import CallerDep
 from service.http.errors import problem_response
 from service.http.items import AsOf
 from service.http.models import PROBLEM_RESPONSES, EventOut, EventPage, VerifyOut, storable
-from service.http.views import parse_as_of
+from service.http.views import check_position, parse_as_of
 from service.store.audit import verify_store
 from service.store.timetravel import resolve_position
 
@@ -37,6 +37,7 @@ def events(
 ) -> EventPage:
     """Events whose scope the caller may read, in seq order (filtered and paged in SQL); ``as_of`` ends the log there."""
     at = parse_as_of(as_of)
+    check_position(caller.live, at)
     until = None if at is None else resolve_position(caller.live.events, at)
     rows = list(
         caller.live.events.read(

@@ -42,6 +42,12 @@ class Caller:
         if not self.principal.can_read(scope):
             raise not_found(f"{what} not found")
 
+    def require_write_target(self, scope: str) -> None:
+        """403 unless the caller may write ``scope``, the scope a write goes into. Naming a scope to write into
+        tells nothing about it (any name is a scope), so there is no existence to hide: 403, never 404."""
+        if not self.principal.can_write(scope):
+            raise forbidden(f"principal {self.name!r} may not write scope {scope!r}")
+
     def require_write(self, scope: str, what: str) -> None:
         """403 when ``scope`` is readable but not writable; 404 when it is not even readable."""
         if self.principal.can_write(scope):

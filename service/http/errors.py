@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -18,6 +19,7 @@ from service.domain.errors import (
     ConcurrencyError,
     GovernanceAuthorizationError,
     ReadOnlyError,
+    StateConflictError,
     SubstrateError,
 )
 
@@ -56,12 +58,25 @@ def problem_response(status: int, detail: str, *, headers: dict[str, str] | None
 def _validation_detail(errors: list[Any]) -> tuple[int, str]:
     status, parts = 422, []
     for err in errors[:5]:
-        if err.get("type") == "json_invalid":
-            status = 400
+        if err.get("type") == "json_invalid" or tuple(err.get("loc", ())) == ("query", "cursor"):
+            status = 400  # malformed JSON, or a cursor this API never returned
         where = ".".join(str(p) for p in err.get("loc", ()))
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
     return status, "; ".join(parts) + more
+
+
+def _allowed(request: Request) -> str:
+    """Every method the OpenAPI document gives this path: Starlette's 405 names only the methods of the first route
+    that matched the path (there is one route per method), so a path with GET and POST said ``Allow: POST``."""
+    methods: set[str] = set()
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        if re.fullmatch(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)), request.url.path):
+            methods |= {m.upper() for m in operations if m in _METHODS}
+    return ", ".join(sorted(methods))
+
+
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 
 def _message(exc: BaseException) -> str:
@@ -82,7 +97,10 @@ def install_handlers(app: FastAPI) -> None:
         return problem_response(status, detail)
 
     async def http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed(request)}
+        return problem_response(exc.status_code, str(exc.detail), headers=headers)
 
     async def access(request: Request, exc: AccessDeniedError) -> JSONResponse:
         # Existence must not leak: a scope the caller cannot even read answers 404, never 403.
@@ -114,6 +132,7 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PermissionError, status(403))
     app.add_exception_handler(ConcurrencyError, status(409))
     app.add_exception_handler(ReadOnlyError, status(409))
+    app.add_exception_handler(StateConflictError, status(409))
     app.add_exception_handler(KeyError, status(404))
     # The rest of the service's own tree (bad input, refused secrets, snapshot rows): the detail names field and
     # reason. Starlette picks the handler of the nearest class in the error's MRO, so the ones above win.

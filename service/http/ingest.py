@@ -103,7 +103,7 @@ async def ingest(
     target = scope if scope is not None else caller.name
     if not target.strip():
         raise ProblemError(422, "scope must be a non-empty string")
-    caller.require_write(target, f"scope {target!r}")
+    caller.require_write_target(target)
     label = source if source is not None else f"upload-{uuid.uuid4().hex[:12]}"
     if not label.strip():
         raise ProblemError(422, "source must be a non-empty label")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
+import re
 import time
 from typing import Annotated, Any
 
@@ -30,18 +29,27 @@ from service.http.models import (
     Updated,
     Written,
 )
-from service.http.views import read_view
+from service.http.views import AS_OF_SCHEMA, read_view
 from service.teams.sharing import history, revision
 
 __all__ = ["AsOf", "item_out", "router"]
 
+
+def _as_of_schema(schema: dict[str, Any]) -> None:
+    description = schema.get("description")
+    schema.clear()
+    schema.update(AS_OF_SCHEMA, description=description)
+
+
 AsOf = Annotated[
     str | None,
     Query(
-        max_length=64, description="read the store as it was after this log position (integer) or at this ISO-8601 time"
+        max_length=64,
+        description="read the store as it was after this log position (a seq the log has reached; 404 beyond "
+        "its head) or at this time (RFC 3339 / ISO 8601; UTC when it names no zone)",
+        json_schema_extra=_as_of_schema,
     ),
 ]
-_MAX_POS = 2**62
 
 router = APIRouter(tags=["items"])
 
@@ -50,22 +58,22 @@ def item_out(item: SubstrateItem) -> ItemOut:
     return ItemOut(**item.json_view())
 
 
+# A cursor is the position after which the next page starts, as "c" and its hex digits (below 2**62): opaque to
+# clients, and every string of that shape is a valid cursor, so the document states the shape exactly.
+CURSOR_PATTERN = r"^c(?:[0-3][0-9a-f]{15}|[0-9a-f]{1,15})$"
+_CURSOR = re.compile(CURSOR_PATTERN)
+
+
 def _encode_cursor(pos: int | None) -> str | None:
-    return None if pos is None else base64.urlsafe_b64encode(f"p:{pos}".encode()).decode().rstrip("=")
+    return None if pos is None else f"c{pos:x}"
 
 
 def _decode_cursor(cursor: str | None) -> int:
     if not cursor:
         return 0
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        tag, _, value = raw.partition(":")
-        pos = int(value)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise bad_request("cursor is not one this API returned (pass next_cursor back unchanged)") from None
-    if tag != "p" or not 0 <= pos < _MAX_POS:
+    if not _CURSOR.fullmatch(cursor):
         raise bad_request("cursor is not one this API returned (pass next_cursor back unchanged)")
-    return pos
+    return int(cursor[1:], 16)
 
 
 def _require_scope_name(scope: str) -> str:
@@ -79,7 +87,7 @@ def create_item(caller: CallerDep, body: ItemIn, response: Response) -> Written:
     """Add an item to ``scope`` (default: the caller's home scope); secrets are redacted or rejected first."""
     fields = body.model_dump(exclude={"secret_policy", "scope"})
     scope = _require_scope_name(body.scope if body.scope is not None else caller.name)
-    caller.require_write(scope, f"scope {scope!r}")
+    caller.require_write_target(scope)
     item_id = caller.store.put(SubstrateItem(scope=scope, **fields), secret_policy=body.secret_policy)
     response.headers["Location"] = f"/v1/items/{item_id}"
     return Written(id=item_id, seq=caller.store.position)
@@ -114,7 +122,7 @@ def update_item(caller: CallerDep, item_id: PathText, body: ItemPatch) -> Update
         raise ProblemError(422, "nothing to change: send at least one field")
     if "scope" in fields:
         new_scope = _require_scope_name(fields["scope"] or "")
-        caller.require_write(new_scope, f"scope {new_scope!r}")
+        caller.require_write_target(new_scope)
     for _ in retries():
         current, version = _current(caller, item_id)
         # The scope check and the write are one optimistic step: a concurrent move invalidates `version`.
@@ -149,7 +157,9 @@ def list_items(
     caller: CallerDep,
     kind: Kind | None = None,
     scope: ScopeQuery = None,
-    cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page")] = None,
+    cursor: Annotated[
+        str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the previous page (400 otherwise)")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     as_of: AsOf = None,
 ) -> ItemPage:
@@ -163,9 +173,11 @@ def list_items(
     return ItemPage(items=[item_out(i) for i in items], next_cursor=_encode_cursor(nxt), as_of=seq)
 
 
-@router.get("/items/{item_id}/history", response_model=HistoryOut, summary="Who changed an item, and when")
+@router.get("/history/{item_id}", response_model=HistoryOut, summary="Who changed an item, and when")
 def item_history(caller: CallerDep, item_id: PathText, as_of: AsOf = None) -> HistoryOut:
-    """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history."""
+    """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history.
+
+    Not under /v1/items/{id}: the history outlives the item (a removed item's history is still there)."""
     with read_view(caller.live, as_of) as (view, seq):
         events = list(caller.live.events.read(stream=item_id, until=seq))
         # The item's last known scope (also of one removed or merged away) decides whether it exists for us.

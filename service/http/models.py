@@ -5,9 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 
 __all__ = [
+    "JSON_VALUE_SCHEMA",
+    "NO_NUL",
     "AnswerOut",
     "ApproveIn",
     "AskIn",
@@ -69,14 +80,61 @@ def storable(value: str | None) -> str | None:
     return value
 
 
-Text = Annotated[str, AfterValidator(storable)]
+# What the document says of strings, as the service checks them (storable): no NUL. (Lone surrogates cannot be
+# said in a pattern portably; JSON producers do not make them.)
+NO_NUL = r"^[^\x00]*$"
+Text = Annotated[str, StringConstraints(pattern=NO_NUL), AfterValidator(storable)]
+# A name the service requires to hold something besides whitespace (scopes, queries, questions, claims): the
+# document states it, so a client and a fuzzer know "" and "  " are refused before sending them.
+_NAME = r"^[^\x00]*[^\s\x00][^\x00]*$"
+Name = Annotated[str, StringConstraints(min_length=1, pattern=_NAME), AfterValidator(storable)]
+# An id a field refers to (links, derived_from): any non-empty string.
+Ref = Annotated[str, StringConstraints(min_length=1, pattern=NO_NUL), AfterValidator(storable)]
 # Path and query strings go through the same check.
-PathText = Annotated[str, Path(max_length=1024), AfterValidator(storable)]
-ScopeQuery = Annotated[str | None, Query(max_length=512), AfterValidator(storable)]
+PathText = Annotated[str, Path(max_length=1024, pattern=NO_NUL), AfterValidator(storable)]
+ScopeQuery = Annotated[str | None, Query(max_length=512, pattern=_NAME), AfterValidator(storable)]
+Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+def _whole_number(value: Any) -> Any:
+    """A count may be written 5 or 5.0 (JSON does not tell them apart); never true, "5" or 5.5."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_whole_number)]
+# Any JSON value whose strings (keys too) hold no NUL: what payload and provenance may hold. Its schema is the
+# JsonValue component of the document (see JSON_VALUE_SCHEMA, added by create_app).
+JSON_VALUE_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        },
+    ]
+}
+JsonObject = Annotated[
+    dict[str, Any],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON true is not the number 1, 2.0 is not the count 2, a number is not a string.
+    model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
 
 
 class Problem(BaseModel):
@@ -97,7 +155,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: _problem("Missing, unknown or revoked bearer token"),
     403: _problem("The scope is readable but not writable by this principal"),
     404: _problem("No such item (or not in a scope this principal may read)"),
-    409: _problem("A concurrent writer won, or nothing is pending"),
+    409: _problem("A concurrent writer won, nothing is pending, or the stored state does not allow it"),
     422: _problem("Invalid input (the detail names the field and the reason)"),
 }
 
@@ -123,27 +181,44 @@ class ItemIn(_In):
 
     kind: Kind
     text: Text = ""
-    payload: dict[str, Any] = Field(default_factory=dict)
-    provenance: dict[str, Any] = Field(default_factory=dict)
-    scope: Text | None = None
+    payload: JsonObject = Field(default_factory=dict)
+    provenance: JsonObject = Field(default_factory=dict)
+    scope: Name | None = None
     tags: list[Text] = Field(default_factory=list)
-    links: list[Text] = Field(default_factory=list)
-    derived_from: list[Text] = Field(default_factory=list)
+    links: list[Ref] = Field(default_factory=list)
+    derived_from: list[Ref] = Field(default_factory=list)
     secret_policy: SecretPolicy | None = None
 
 
+# Omitted means "keep"; null is not a value of any of these fields, so the document does not offer it.
 class ItemPatch(_In):
-    """Fields to change (omitted fields are kept); moving ``scope`` needs write access to both scopes."""
+    """Fields to change (at least one; omitted fields are kept); moving ``scope`` needs write access to both
+    scopes."""
 
-    kind: Kind | None = None
-    text: Text | None = None
-    payload: dict[str, Any] | None = None
-    provenance: dict[str, Any] | None = None
-    scope: Text | None = None
-    tags: list[Text] | None = None
-    links: list[Text] | None = None
-    derived_from: list[Text] | None = None
-    secret_policy: SecretPolicy | None = None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name]}
+                for name in ("kind", "text", "payload", "provenance", "scope", "tags", "links", "derived_from")
+            ]
+        }
+    )
+
+    kind: Kind = None  # type: ignore[assignment]
+    text: Text = None  # type: ignore[assignment]
+    payload: JsonObject = None  # type: ignore[assignment]
+    provenance: JsonObject = None  # type: ignore[assignment]
+    scope: Name = None  # type: ignore[assignment]
+    tags: list[Text] = None  # type: ignore[assignment]
+    links: list[Ref] = None  # type: ignore[assignment]
+    derived_from: list[Ref] = None  # type: ignore[assignment]
+    secret_policy: SecretPolicy = None  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> ItemPatch:
+        if not self.model_fields_set - {"secret_policy"}:
+            raise ValueError("nothing to change: send at least one field")
+        return self
 
 
 class Written(BaseModel):
@@ -199,10 +274,10 @@ class RevisionOut(BaseModel):
 
 # ----------------------------------------------------------------- search family
 class SearchIn(_In):
-    query: Text
-    k: int = Field(5, ge=0, le=MAX_K)
+    query: Name
+    k: Count = Field(5, ge=0, le=MAX_K)
     kind: Kind | None = None
-    scope: Text | None = None
+    scope: Name | None = None
 
 
 class Hit(BaseModel):
@@ -216,12 +291,12 @@ class SearchOut(BaseModel):
 
 
 class RetrieveIn(_In):
-    query: Text
-    k: int = Field(8, ge=0, le=MAX_K)
+    query: Name
+    k: Count = Field(8, ge=0, le=MAX_K)
     kinds: list[Kind] | None = None
-    weights: dict[str, float] | None = None
+    weights: dict[Kind, Weight] | None = None
     diversify: bool = True
-    scope: Text | None = None
+    scope: Name | None = None
 
 
 class RetrieveOut(BaseModel):
@@ -232,12 +307,12 @@ class RetrieveOut(BaseModel):
 
 
 class ContextIn(_In):
-    task: Text
-    max_chars: int = Field(2000, ge=1, le=1_000_000)
-    max_items: int = Field(20, ge=1, le=MAX_K)
+    task: Name
+    max_chars: Count = Field(2000, ge=1, le=1_000_000)
+    max_items: Count = Field(20, ge=1, le=MAX_K)
     shape: Literal["passages", "brief", "features"] = "passages"
     kind: Kind | None = None
-    scope: Text | None = None
+    scope: Name | None = None
     compress: bool = False
 
 
@@ -251,12 +326,12 @@ class ContextOut(BaseModel):
 
 
 class AskIn(_In):
-    question: Text
-    k: int = Field(5, ge=1, le=100)
-    max_chars: int = Field(2000, ge=1, le=1_000_000)
-    hops: int = Field(1, ge=1, le=5)
+    question: Name
+    k: Count = Field(5, ge=1, le=100)
+    max_chars: Count = Field(2000, ge=1, le=1_000_000)
+    hops: Count = Field(1, ge=1, le=5)
     min_confidence: float = Field(0.1, ge=0.0, le=1.0, allow_inf_nan=False)
-    scope: Text | None = None
+    scope: Name | None = None
 
 
 class AnswerOut(BaseModel):
@@ -274,9 +349,9 @@ class AnswerOut(BaseModel):
 
 # ----------------------------------------------------------------- sharing, governance, beliefs
 class PublishIn(_In):
-    ids: list[Text] = Field(min_length=1, max_length=10_000)
-    to: Text = "public"
-    from_scope: Text | None = None
+    ids: list[Ref] = Field(min_length=1, max_length=10_000)
+    to: Name = "public"
+    from_scope: Name | None = None
 
 
 class PublishOut(BaseModel):
@@ -285,15 +360,15 @@ class PublishOut(BaseModel):
 
 
 class MergeIn(_In):
-    keep: Text
-    other: Text
+    keep: Ref
+    other: Ref
     prefer: Literal["latest", "keep"] = "latest"
     confirm: bool = False
 
 
 class ProposeIn(_In):
-    ids: list[Text] = Field(min_length=1, max_length=10_000)
-    to: Text
+    ids: list[Ref] = Field(min_length=1, max_length=10_000)
+    to: Name
 
 
 class ProposeOut(BaseModel):
@@ -302,7 +377,7 @@ class ProposeOut(BaseModel):
 
 
 class ApproveIn(_In):
-    to: Text | None = None
+    to: Name | None = None
 
 
 class RejectIn(_In):
@@ -317,16 +392,16 @@ class DecisionOut(BaseModel):
 
 class EvidenceIn(_In):
     source_id: Text | None = None
-    tier: Text
+    tier: Literal["model_assertion", "executable", "simulation", "held_out_truth", "real_measurement"]
     direction: Literal["+", "-"] = "+"
     weight: float = Field(1.0, ge=0.0, allow_inf_nan=False)
     time: float | None = Field(None, allow_inf_nan=False)
 
 
 class AssimilateIn(_In):
-    claim: Text
+    claim: Name
     evidence: list[EvidenceIn] = Field(default_factory=list, max_length=1000)  # none: the belief at the prior
-    scope: Text | None = None
+    scope: Name | None = None
 
 
 class BeliefOut(BaseModel):
@@ -384,5 +459,6 @@ class VerifyOut(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
-    seq: int
+    """Liveness only: nothing about the store's content or activity (no token is needed to ask)."""
+
+    status: Literal["ok"]

@@ -21,6 +21,7 @@ from service.http.views import ScopedReader, read_view
 from service.retrieval.answer import answer_from_substrate
 from service.retrieval.context import ContextBudget, assemble_context
 from service.retrieval.extractive import extractive_answerer
+from service.retrieval.packet import render_packet
 from service.retrieval.retrieve import retrieve
 
 __all__ = ["router"]
@@ -52,7 +53,7 @@ def retrieve_items(caller: CallerDep, body: RetrieveIn, as_of: AsOf = None) -> R
             body.query,
             k=body.k,
             kinds=list(body.kinds) if body.kinds is not None else None,
-            weights=body.weights,
+            weights={str(k): w for k, w in body.weights.items()} if body.weights is not None else None,
             diversify=body.diversify,
         )
     hits = [Hit(item=item_out(h.item), score=h.score) for h in found.hits]
@@ -61,9 +62,19 @@ def retrieve_items(caller: CallerDep, body: RetrieveIn, as_of: AsOf = None) -> R
 
 @router.post("/context", response_model=ContextOut, summary="A budgeted context packet")
 def context(caller: CallerDep, body: ContextIn, as_of: AsOf = None) -> ContextOut:
-    """The most relevant readable items packed so the rendering fits ``max_chars`` (MXR-080-0239)."""
+    """The most relevant readable items packed so the rendering fits ``max_chars``.
+
+    A ``max_chars`` too small for even the header ("# Context for: TASK") packs nothing: an empty text and a
+    packet whose ``note`` says how many characters the header needs (a limit the document cannot state, as it
+    depends on the task's length)."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.max_items, shape=body.shape)
+    need = len(render_packet(body.task, (), (), body.shape))
     with read_view(caller.live, as_of) as (view, seq):
+        if need > body.max_chars:
+            note = (
+                f"max_chars={body.max_chars} cannot hold even the header for this task ({need} chars): nothing packed"
+            )
+            return ContextOut(text="", packet={"task": body.task, "n_items": 0, "note": note}, items=[], as_of=seq)
         packet = assemble_context(
             _reader(caller, view, body.scope), body.task, budget=budget, kind=body.kind, compress=body.compress
         )

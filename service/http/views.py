@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument
@@ -15,17 +15,33 @@ from service.store.timetravel import parse_position
 if TYPE_CHECKING:
     from service.substrate import Substrate
 
-__all__ = ["ScopedReader", "parse_as_of", "read_view"]
+__all__ = ["AS_OF_SCHEMA", "ScopedReader", "check_position", "parse_as_of", "read_view"]
 
 
 def parse_as_of(value: str | None) -> int | datetime | None:
-    """``?as_of=``: a log position (an integer) or an ISO-8601 datetime (UTC when it names no zone)."""
+    """``?as_of=``: a log position (an integer) or an RFC 3339 / ISO-8601 datetime (UTC when it names no zone)."""
     if value is None:
         return None
     try:
         return parse_position(value)
     except InvalidArgument as exc:
         raise ProblemError(422, str(exc)) from None
+
+
+# What ?as_of= takes, as the OpenAPI document states it: a log position, or a date-time (RFC 3339).
+AS_OF_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^[0-9]{1,18}$", "description": "a log position (seq)"},
+        {"type": "string", "format": "date-time", "description": "a time (RFC 3339)"},
+    ]
+}
+
+
+def check_position(store: Substrate, at: int | datetime | None) -> None:
+    """A log position the log has not reached is 404: nothing has been recorded there yet (a time is never
+    "too late": it reads as of the last event recorded before it)."""
+    if isinstance(at, int) and at > (head := store.events.head()):
+        raise ProblemError(404, f"log position {at} has not been reached: the log head is {head}")
 
 
 class ScopedReader:
@@ -64,6 +80,7 @@ def read_view(store: Substrate, as_of: str | None) -> Iterator[tuple[Substrate, 
     if at is None:
         yield store, None
         return
+    check_position(store, at)
     view = store.as_of(at)
     try:
         yield view, view.as_of_seq

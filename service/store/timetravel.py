@@ -22,11 +22,17 @@ def parse_position(value: str) -> int | datetime:
     if _SEQ.fullmatch(raw):
         return int(raw)
     try:
-        return datetime.fromisoformat(raw)
+        when = datetime.fromisoformat(raw.upper())  # RFC 3339 allows a lower-case t and z
     except ValueError:
         raise InvalidArgument(
             f"as_of must be a log position (integer) or an ISO-8601 datetime, got {value!r}"
         ) from None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00: earlier than anything recorded
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def resolve_position(log: EventStore, at: int | datetime) -> int:

@@ -284,7 +284,7 @@ def test_patch_ingest_and_reads_by_any_id_never_answer_500(http: _Http) -> None:
         http.check("POST", "/v1/ingest", upload)
         for path in (
             f"/v1/items/{segment}",
-            f"/v1/items/{segment}/history",
+            f"/v1/history/{segment}",
             f"/v1/revisions/{segment}",
             f"/v1/events?stream={segment}",
             f"/v1/items?scope={segment}",
@@ -296,7 +296,7 @@ def test_patch_ingest_and_reads_by_any_id_never_answer_500(http: _Http) -> None:
 
 _NUL_HTTP = [
     ("GET", "/v1/items/a%00b", None),
-    ("GET", "/v1/items/a%00b/history", None),
+    ("GET", "/v1/history/a%00b", None),
     ("GET", "/v1/revisions/a%00b", None),
     ("GET", "/v1/events?stream=a%00b", None),
     ("PATCH", "/v1/items/a%00b", b'{"text": "x"}'),

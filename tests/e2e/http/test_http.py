@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +21,7 @@ from service import Substrate
 from service.teams.access import grant_access
 from tests.e2e.http_server import Server, cli, create_token, start_server
 
+README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
 
@@ -80,7 +86,7 @@ def test_healthz_and_openapi_need_no_token_and_describe_every_route(srv: Server)
         "/v1/retrieve",
         "/v1/context",
         "/v1/ask",
-        "/v1/items/{item_id}/history",
+        "/v1/history/{item_id}",
         "/v1/revisions/{digest}",
         "/v1/publish",
         "/v1/merge",
@@ -97,6 +103,76 @@ def test_healthz_and_openapi_need_no_token_and_describe_every_route(srv: Server)
             assert "200" in op["responses"] or "201" in op["responses"]
             assert "401" in op["responses"] and "404" in op["responses"]
     assert "HTTPBearer" in doc["components"]["securitySchemes"]
+
+
+def test_healthz_without_a_token_says_ok_and_nothing_about_the_log(srv: Server, alice: httpx.Client) -> None:
+    _add(alice, "activity that must not show")
+    with srv.client() as anon:
+        r = anon.get("/healthz")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def test_the_openapi_document_names_no_internal_spec_and_states_the_checks(srv: Server) -> None:
+    with srv.client() as anon:
+        raw = anon.get("/openapi.json").text
+    doc = json.loads(raw)
+    assert "MXR-" not in raw and "spec" not in raw.lower().replace("openapi", "")
+    search = doc["components"]["schemas"]["SearchIn"]["properties"]
+    assert search["query"]["minLength"] == 1 and re.fullmatch(search["query"]["pattern"], " ") is None
+    assert search["k"]["type"] == "integer" and (search["k"]["minimum"], search["k"]["maximum"]) == (0, 1000)
+    as_of = next(p for p in doc["paths"]["/v1/items"]["get"]["parameters"] if p["name"] == "as_of")
+    assert {s.get("format") for s in as_of["schema"]["anyOf"]} == {None, "date-time"}
+
+
+def test_a_context_budget_too_small_for_its_header_packs_nothing_and_says_why(alice: httpx.Client) -> None:
+    task = "a long task " * 20
+    r = alice.post("/v1/context", json={"task": task, "max_chars": 5})
+    assert r.status_code == 200 and r.json()["text"] == "" and r.json()["items"] == []
+    header = len(f"# Context for: {' '.join(task.split())}\n")
+    assert f"cannot hold even the header for this task ({header} chars)" in r.json()["packet"]["note"]
+
+
+def test_a_wrong_method_answers_405_with_every_allowed_method(alice: httpx.Client) -> None:
+    r = alice.request("OPTIONS", "/v1/items")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) >= {"GET", "POST"}
+    r = alice.put("/v1/items/some-id", json={})
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) >= {"GET", "PATCH", "DELETE"}
+
+
+def test_docs_work_offline_from_the_packages_own_files(srv: Server) -> None:
+    with srv.client() as anon:
+        for page in ("/docs", "/redoc"):
+            html = anon.get(page).text
+            refs = re.findall(r'(?:src|href)="([^"]+)"', html)
+            assert refs and all(ref.startswith("/docs/assets/") for ref in refs), refs
+            assert "http://" not in html and "https://" not in html  # no CDN, no font service
+            for ref in refs:
+                asset = anon.get(ref)
+                assert asset.status_code == 200 and len(asset.content) > 1000, ref
+        assert "SwaggerUIBundle" in anon.get("/docs/assets/swagger-ui-bundle.js").text
+
+
+def test_the_readmes_as_of_example_runs_on_a_fresh_store(tmp_path: Path) -> None:
+    """The README's time-travel example uses the position its own add answered, so it works on a new store."""
+    block = README.split("# the store as it was", 1)[1].split("```", 1)[0]
+    lines = [line for line in ("# the store as it was" + block).splitlines() if line.strip()]
+    script = "\n".join(lines).replace("\\\n", " ")
+    server = start_server(str(tmp_path / "fresh"), tmp_path)
+    try:
+        token = create_token(server.root, "pharma")
+        env = {**os.environ, "AUTH": f"Authorization: Bearer {token}"}
+        script = script.replace("localhost:8000", server.url.removeprefix("http://"))
+        run = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script.replace("curl -s ", "curl -sf ")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    finally:
+        server.stop()
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert '"as_of":' in run.stdout and "platelet" in run.stdout
 
 
 def test_every_v1_route_answers_401_without_or_with_a_bad_token(srv: Server) -> None:
@@ -152,11 +228,14 @@ def test_another_teams_item_is_404_exactly_like_a_missing_one(alice: httpx.Clien
     assert hidden["detail"].replace(secret_id, "X") == missing["detail"].replace(f"nope{uid}", "X")
     _problem(bob.patch(f"/v1/items/{secret_id}", json={"text": "mine now"}), 404)
     _problem(bob.delete(f"/v1/items/{secret_id}"), 404)
-    _problem(bob.get(f"/v1/items/{secret_id}/history"), 404)
-    digest = alice.get(f"/v1/items/{secret_id}/history").json()["changes"][0]["digest"]
+    _problem(bob.get(f"/v1/history/{secret_id}"), 404)
+    digest = alice.get(f"/v1/history/{secret_id}").json()["changes"][0]["digest"]
     assert alice.get(f"/v1/revisions/{digest}").json()["item"]["text"] == f"alice only {uid}"
     _problem(bob.get(f"/v1/revisions/{digest}"), 404)
-    _problem(bob.post("/v1/items", json={"kind": "text", "text": "x", "scope": "alice"}), 404)
+    # writing into a scope names no item: 403 for any scope bob may not write, whether or not anything is in it
+    into = _problem(bob.post("/v1/items", json={"kind": "text", "text": "x", "scope": "alice"}), 403)
+    empty = _problem(bob.post("/v1/items", json={"kind": "text", "text": "x", "scope": f"none{uid}"}), 403)
+    assert into["detail"].replace("alice", "X") == empty["detail"].replace(f"none{uid}", "X")
     _problem(bob.post("/v1/search", json={"query": "alice", "scope": "alice"}), 404)
     assert alice.get(f"/v1/items/{secret_id}").json()["text"] == f"alice only {uid}"  # untouched
 
@@ -230,10 +309,10 @@ def test_secrets_in_request_bodies_are_redacted_before_the_log(alice: httpx.Clie
 
 
 def test_secret_policy_reject_refuses_and_stores_nothing(alice: httpx.Client, uid: str) -> None:
-    head = alice.get("/healthz").json()["seq"]
+    head = alice.post("/v1/items", json={"kind": "text", "text": f"before {uid}"}).json()["seq"]
     r = alice.post("/v1/items", json={"kind": "text", "text": f"{uid} {SECRET}", "secret_policy": "reject"})
     assert SECRET not in _problem(r, 422)["detail"]
-    assert alice.get("/healthz").json()["seq"] == head
+    assert alice.post("/v1/items", json={"kind": "text", "text": f"after {uid}"}).json()["seq"] == head + 1
 
 
 @pytest.mark.parametrize(
@@ -247,11 +326,15 @@ def test_secret_policy_reject_refuses_and_stores_nothing(alice: httpx.Client, ui
         ("POST", "/v1/search", {"json": {"query": "x", "k": -1}}, 422),
         ("POST", "/v1/search", {"json": {"query": "x", "k": 1.5}}, 422),
         ("POST", "/v1/retrieve", {"json": {"query": "x", "weights": {"text": -1}}}, 422),
-        ("POST", "/v1/context", {"json": {"task": "a long task " * 20, "max_chars": 5}}, 422),
         ("POST", "/v1/merge", {"json": {"keep": "a", "other": "a"}}, 404),
         ("GET", "/v1/items?cursor=%%%", {}, 400),
         ("GET", "/v1/items?as_of=yesterday", {}, 422),
-        ("GET", "/v1/items?as_of=99999999999", {}, 422),
+        ("GET", "/v1/items?as_of=99999999999", {}, 404),  # a position the log has not reached
+        ("POST", "/v1/search", {"json": {"query": "x", "k": True}}, 422),  # true is not the count 1
+        ("POST", "/v1/search", {"json": {"query": "x", "k": "5"}}, 422),
+        ("POST", "/v1/search", {"json": {"query": "  "}}, 422),
+        ("PATCH", "/v1/items/nope", {"json": {"secret_policy": "reject"}}, 422),  # nothing to change
+        ("PATCH", "/v1/items/nope", {"json": {"kind": None}}, 422),
         ("GET", "/v1/events?after=-1", {}, 422),
         ("PATCH", "/v1/items/nope", {"json": {}}, 422),
         ("GET", "/v1/nowhere", {}, 404),
@@ -283,8 +366,8 @@ def test_cursor_pages_cover_every_item_once_in_insertion_order(alice: httpx.Clie
 
 def test_reads_as_of_a_past_position_show_the_store_as_it_was(alice: httpx.Client, uid: str) -> None:
     word = f"tt{uid}"
-    item_id = _add(alice, f"{word} version one about rivers")
-    then = alice.get("/healthz").json()["seq"]
+    r = alice.post("/v1/items", json={"kind": "text", "text": f"{word} version one about rivers"})
+    item_id, then = r.json()["id"], r.json()["seq"]
     at_time = datetime.now(UTC).isoformat()
     time.sleep(0.05)
     alice.patch(f"/v1/items/{item_id}", json={"text": f"{word} version two about mountains"})
@@ -297,7 +380,7 @@ def test_reads_as_of_a_past_position_show_the_store_as_it_was(alice: httpx.Clien
     assert listed.json()["as_of"] == then
     ids = {i["id"] for i in listed.json()["items"]}
     assert item_id in ids and not ids & set(later)
-    history = alice.get(f"/v1/items/{item_id}/history", params={"as_of": then}).json()
+    history = alice.get(f"/v1/history/{item_id}", params={"as_of": then}).json()
     assert [c["type"] for c in history["changes"]] == ["ItemPut"]
     events = alice.get("/v1/events", params={"as_of": then, "stream": item_id}).json()["events"]
     assert [e["seq"] for e in events] == [then]
@@ -310,8 +393,9 @@ def test_reads_as_of_a_past_position_show_the_store_as_it_was(alice: httpx.Clien
 def test_search_as_of_a_past_position_reproduces_the_results_given_then(alice: httpx.Client, uid: str) -> None:
     word = f"sr{uid}"
     for n in range(12):
-        _add(alice, f"{word} note {n} about rivers lakes and mountains {n % 5}")
-    then = alice.get("/healthz").json()["seq"]
+        then = alice.post(
+            "/v1/items", json={"kind": "text", "text": f"{word} note {n} about rivers lakes and mountains {n % 5}"}
+        ).json()["seq"]
     given = alice.post("/v1/search", json={"query": f"{word} rivers", "k": 5}).json()["hits"]
     for n in range(12):
         _add(alice, f"{word} rivers rivers deltas estuaries {n}")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from service.http.errors import ProblemError
-from service.http.items import _decode_cursor, _encode_cursor
+from service.http.items import CURSOR_PATTERN, _decode_cursor, _encode_cursor
 from service.http.models import storable
 from service.http.views import parse_as_of
 
@@ -25,6 +26,11 @@ def test_any_cursor_text_is_a_position_or_a_400(raw: str) -> None:
         assert 0 <= _decode_cursor(raw) < 2**62
     except ProblemError as exc:
         assert exc.status == 400
+
+
+@given(st.from_regex(CURSOR_PATTERN, fullmatch=True))
+def test_every_cursor_the_document_allows_is_a_position(raw: str) -> None:
+    assert 0 <= _decode_cursor(raw) < 2**62 and re.fullmatch(CURSOR_PATTERN, _encode_cursor(_decode_cursor(raw)) or "")
 
 
 def test_no_cursor_is_the_first_page_and_the_last_page_has_none() -> None:
@@ -47,7 +53,10 @@ def test_as_of_is_a_seq_a_datetime_or_a_422(raw: str) -> None:
         ("0", 0),
         (" 42 ", 42),
         ("2026-11-29T10:00:00+00:00", datetime.fromisoformat("2026-11-29T10:00:00+00:00")),
-        ("2026-11-29", datetime(2026, 11, 29)),
+        ("2026-11-29", datetime(2026, 11, 29, tzinfo=UTC)),  # a time without a zone is UTC
+        ("2026-11-29t10:00:00z", datetime(2026, 11, 29, 10, tzinfo=UTC)),  # RFC 3339 allows lower case
+        ("2026-11-29T10:00:00+02:00", datetime(2026, 11, 29, 8, tzinfo=UTC)),
+        ("0001-01-01T00:00:00+01:00", datetime.min.replace(tzinfo=UTC)),  # before year 1 in UTC: the start
         (None, None),
     ],
 )
