@@ -384,7 +384,7 @@ def test_reads_as_of_a_past_position_show_the_store_as_it_was(alice: httpx.Clien
     assert [c["type"] for c in history["changes"]] == ["ItemPut"]
     events = alice.get("/v1/events", params={"as_of": then, "stream": item_id}).json()["events"]
     assert [e["seq"] for e in events] == [then]
-    first, now = history["changes"][0]["digest"], alice.get(f"/v1/items/{item_id}/history").json()["changes"][-1]
+    first, now = history["changes"][0]["digest"], alice.get(f"/v1/history/{item_id}").json()["changes"][-1]
     assert alice.get(f"/v1/revisions/{first}", params={"as_of": then}).json()["item"]["text"] == old["text"]
     _problem(alice.get(f"/v1/revisions/{now['digest']}", params={"as_of": then}), 404)  # recorded later
     assert alice.get(f"/v1/revisions/{now['digest']}").status_code == 200
