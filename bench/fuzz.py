@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                         prop_http(client, headers, store, "GET", p, None)
                         for p in (
                             f"/v1/items/{quoted(i)}",
-                            f"/v1/items/{quoted(i)}/history",
+                            f"/v1/history/{quoted(i)}",
                             f"/v1/revisions/{quoted(i)}",
                             f"/v1/events?stream={quoted(i)}",
                             f"/v1/items?scope={quoted(i)}",
