@@ -124,7 +124,7 @@ def test_every_http_read_route_answers_without_writing(stores: tuple[Substrate, 
         assert item.json()["text"].startswith("Central banks cut")
         listed = client.get("/v1/items", params={"scope": "alice", "limit": 5})
         assert listed.status_code == 200 and listed.json()["items"], listed.text
-        hist = client.get("/v1/items/t0/history")
+        hist = client.get("/v1/history/t0")
         assert hist.status_code == 200, hist.text
         digest = [c["digest"] for c in hist.json()["changes"] if c["digest"]][-1]
         assert client.get(f"/v1/revisions/{digest}").status_code == 200
