@@ -174,6 +174,9 @@ def list_items(
 
 
 @router.get("/history/{item_id}", response_model=HistoryOut, summary="Who changed an item, and when")
+# The route this history had before it moved: kept for existing clients, left out of the OpenAPI document (a
+# history that outlives its item is not a sub-resource of that item).
+@router.get("/items/{item_id}/history", response_model=HistoryOut, include_in_schema=False)
 def item_history(caller: CallerDep, item_id: PathText, as_of: AsOf = None) -> HistoryOut:
     """Every event on the item's stream the caller may see (who, when, digest), plus publish/merge history.
 

@@ -229,7 +229,9 @@ def test_another_teams_item_is_404_exactly_like_a_missing_one(alice: httpx.Clien
     _problem(bob.patch(f"/v1/items/{secret_id}", json={"text": "mine now"}), 404)
     _problem(bob.delete(f"/v1/items/{secret_id}"), 404)
     _problem(bob.get(f"/v1/history/{secret_id}"), 404)
+    _problem(bob.get(f"/v1/items/{secret_id}/history"), 404)  # the route's earlier address answers the same
     digest = alice.get(f"/v1/history/{secret_id}").json()["changes"][0]["digest"]
+    assert alice.get(f"/v1/items/{secret_id}/history").json()["changes"][0]["digest"] == digest
     assert alice.get(f"/v1/revisions/{digest}").json()["item"]["text"] == f"alice only {uid}"
     _problem(bob.get(f"/v1/revisions/{digest}"), 404)
     # writing into a scope names no item: 403 for any scope bob may not write, whether or not anything is in it
