@@ -11,10 +11,10 @@ from typing import Any
 from service.domain.errors import SecretPolicyError
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument, require_count
-from service.guard import rules as secret_rules
 from service.guard.copying import copy_fields, deep_copy, gathered_copy
 from service.guard.findings import SecretFinding, SecretScan, preview
 from service.guard.rules import RULES, Rule, sensitive_key_in_any, sensitive_pair, triggered, triggered_in_any
+from service.guard.rules import core as rule_core
 
 __all__ = [
     "SecretFinding",
@@ -56,12 +56,12 @@ def _reference_scan() -> Iterator[None]:
     """Within the block, scan and copy the reference way (every rule on every string): for equivalence tests."""
     global _reference
     saved, _reference = _reference, True
-    secret_rules.fast_finds = False
+    rule_core.fast_finds = False
     try:
         yield
     finally:
         _reference = saved
-        secret_rules.fast_finds = not saved
+        rule_core.fast_finds = not saved
 
 
 def _findings(text: str) -> list[SecretFinding]:
