@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from projections.runner import hold_catch_up_lock
-from projections.search_index import HEAD, NAME
+from projections.search_index import HEAD, HEADS, NAME, WORK_MEM
 
 __all__ = ["MAX_SEGMENTS", "merge_segments"]
 
@@ -26,11 +26,9 @@ _MERGE = text(
     "e AS (SELECT g.term, g.scope, g.kind, g.hist OR u.doc IN (SELECT doc FROM dead) AS hist, u.doc, u.imp "
     "  FROM gone g, unnest(g.docs, g.imps) u(doc, imp)), "
     "lists AS (INSERT INTO search_lists (term, scope, kind, seg, hist, n, lo, docs, imps, head_docs, head_imps) "
-    "  SELECT term, scope, kind, :seg, hist, count(*), min(doc), array_agg(doc ORDER BY doc), "
-    "  array_agg(imp ORDER BY doc), "
-    "  CASE WHEN count(*) > :head THEN (array_agg(doc ORDER BY imp DESC, doc))[1:(:head)] END, "
-    "  CASE WHEN count(*) > :head THEN (array_agg(imp ORDER BY imp DESC, doc))[1:(:head)] END "
-    "  FROM e GROUP BY term, scope, kind, hist), "
+    "  SELECT g.term, g.scope, g.kind, :seg, g.hist, g.n, g.docs[1], g.docs, g.imps, h.docs, h.imps "
+    "  FROM (SELECT term, scope, kind, hist, count(*)::int AS n, array_agg(doc ORDER BY doc) AS docs, "
+    "    array_agg(imp ORDER BY doc) AS imps FROM e GROUP BY term, scope, kind, hist) g " + HEADS + "), "
     "dgone AS (DELETE FROM search_deaths WHERE seg = ANY(CAST(:segs AS bigint[])) RETURNING term, scope, kind, tos), "
     "deaths AS (INSERT INTO search_deaths (term, scope, kind, seg, n, tos) "
     "  SELECT g.term, g.scope, g.kind, :seg, count(*), array_agg(t ORDER BY t) FROM dgone g, unnest(g.tos) t "
@@ -63,5 +61,6 @@ def merge_segments(conn: Connection, *, forced_only: bool = False) -> int:
         return 0
     lo, hi = conn.execute(_RANGE, {"segs": segs}).one()
     seg = int(conn.execute(text("SELECT nextval('search_segment_ids')")).scalar_one())
+    conn.execute(text("SELECT set_config('work_mem', :m, true)"), {"m": WORK_MEM})
     conn.execute(_MERGE, {"segs": segs, "seg": seg, "lo": lo or 0, "hi": hi or 0, "head": HEAD})
     return len(segs) - 1

@@ -22,6 +22,8 @@ __all__ = ["past_sql", "ranking_sql"]
 _TAIL = """
 ck AS MATERIALIZED (
   SELECT c, {e} AS e FROM (SELECT coalesce((SELECT seq FROM checkpoints WHERE name = :lazy), 0) AS c) x
+), qt AS MATERIALIZED (
+  SELECT l.lexeme AS term, cardinality(l.positions) AS qtf FROM unnest(to_tsvector(CAST(:cfg AS regconfig), :q)) l
 ), tid AS MATERIALIZED (
   SELECT DISTINCT x.item_id FROM public.events e CROSS JOIN LATERAL (
     SELECT e.data->'item'->>'id' AS item_id UNION ALL SELECT e.data->>'removed' UNION ALL SELECT e.data->>'id') x
@@ -30,27 +32,27 @@ ck AS MATERIALIZED (
   SELECT d.doc, d.dl, d.terms FROM search_docs d
   WHERE d.to_seq IS NULL AND d.item_id IN (SELECT item_id FROM tid) {scope_d}
 ), tail AS MATERIALIZED ({tail}
-), tterm AS MATERIALIZED (
-  SELECT t.item_id, l.lexeme AS term, cardinality(l.positions) AS tf FROM tail t, unnest(t.tsv) l
 ), tdl AS MATERIALIZED (
   SELECT t.item_id, t.kind, (SELECT coalesce(sum(cardinality(l.positions)), 0) FROM unnest(t.tsv) l) AS dl
   FROM tail t
+), tterm AS MATERIALIZED (
+  SELECT t.item_id, l.lexeme AS term, cardinality(l.positions) AS tf FROM tail t, unnest(t.tsv) l
+  WHERE l.lexeme IN (SELECT term FROM qt)
 ), st AS MATERIALIZED (
   SELECT greatest(s.n, :idf_docs)::float8 AS n, greatest(s.len::float8 / greatest(s.n, 1), 1.0) AS avgdl FROM (
     SELECT coalesce(dm.n_docs, 0) - (SELECT count(*) FROM killed) + (SELECT count(*) FROM tdl) AS n,
            coalesce(dm.total_len, 0) - (SELECT coalesce(sum(dl), 0) FROM killed)
            + (SELECT coalesce(sum(dl), 0) FROM tdl) AS len
     FROM (SELECT 1) one LEFT JOIN LATERAL ({domain}) dm ON true) s
-), qt AS MATERIALIZED (
-  SELECT l.lexeme AS term, cardinality(l.positions) AS qtf FROM unnest(to_tsvector(CAST(:cfg AS regconfig), :q)) l
-), qw AS MATERIALIZED (
-  SELECT qt.term, qt.qtf, f.df, ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5)) AS idf
-  FROM qt CROSS JOIN st CROSS JOIN LATERAL (SELECT greatest(0,
+), qdf AS MATERIALIZED (
+  SELECT qt.term, qt.qtf, greatest(0,
       coalesce((SELECT sum({born}) FROM search_lists l WHERE l.term = qt.term {scope_l} {lo}), 0)
     - coalesce((SELECT sum({died}) FROM search_deaths x WHERE x.term = qt.term {scope_x}), 0)
     - (SELECT count(*) FROM killed k WHERE qt.term = ANY(k.terms))
-    + (SELECT count(*) FROM tterm t WHERE t.term = qt.term))::float8 AS df) f
-  ORDER BY f.df > 0 DESC, 4 DESC, qt.term LIMIT :max_terms
+    + (SELECT count(*) FROM tterm t WHERE t.term = qt.term))::float8 AS df FROM qt
+), qw AS MATERIALIZED (
+  SELECT f.term, f.qtf, f.df, ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5)) AS idf FROM qdf f CROSS JOIN st
+  ORDER BY f.df > 0 DESC, 4 DESC, f.term LIMIT :max_terms
 )"""
 _LIVE_TAIL = """
   SELECT i.id AS item_id, i.kind, to_tsvector(CAST(:cfg AS regconfig), search_surface(i.doc)) AS tsv
