@@ -160,6 +160,8 @@ def _report(r: dict[str, Any], command: str) -> str:
             f"| {name} | {t['as_of'] * 1000:.2f} ms | {t['live'] * 1000:.2f} ms | {ratio:.2f}x | "
             f"{target:g}x ({'met' if ratio <= target else 'not met'}) |"
         )
+    if "search" in r["reads"]:
+        lines += ["", "A search as of S ranks lexically (docs/search.md); a live one also weighs the fitted embedding."]
     (b, bs), (a, as_) = r["size_before"], r["size_after"]
     fp = r["footprint"]
     lines += [
