@@ -29,7 +29,16 @@ from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.search_index import ALL_DOMAIN
 
-__all__ = ["DIM", "MIN_FIT_DOCS", "EmbedderState", "embedder_state", "refit", "state_from_row", "state_statement"]
+__all__ = [
+    "DIM",
+    "MIN_FIT_DOCS",
+    "NO_PARALLEL",
+    "EmbedderState",
+    "embedder_state",
+    "refit",
+    "state_from_row",
+    "state_statement",
+]
 
 DIM = 256  # the vector(256) columns of migration 0002; smaller fits are zero-padded (cosine is unchanged)
 MIN_FIT_DOCS = 10  # below this many text items a domain ranks lexically: too little text to learn from
@@ -80,13 +89,17 @@ class EmbedderState:
 
 
 # A domain's embedder, plus (in the same round trip) this transaction's settings for the ranking statement that
-# follows: ef_search, iterative scans for when a kind filter drops rows, and generic plans. psycopg prepares a
-# statement from its 5th execution on a connection; the ranking statement fences every lookup into an index probe,
-# so its generic plan is the plan, and reusing it saves the ~1 ms the planner spends on it per search.
+# follows: ef_search, iterative scans for when a kind filter drops rows, generic plans, and no parallel workers.
+# psycopg prepares a statement from its 5th execution on a connection; the ranking statement fences every lookup
+# into an index probe, so its generic plan is the plan, and reusing it saves the ~1 ms the planner spends on it per
+# search. The generic plan cannot know how short the tail is (a scan of the log after the checkpoint), so it planned
+# a parallel scan for it: launching the worker cost 5-12 ms per search (a 4 ms statement answered in 10-17 ms at
+# 100,000 items) and a core more per search under load, for a tail that is empty or short.
+NO_PARALLEL = "set_config('max_parallel_workers_per_gather', '0', true)"
 _STATE_FOR_SEARCH = text(
     "SELECT e.domain_id, e.dim, e.n_vectors, "
     "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-    "set_config('plan_cache_mode', 'force_generic_plan', true) "
+    "set_config('plan_cache_mode', 'force_generic_plan', true), " + NO_PARALLEL + " "
     "FROM (SELECT CAST(:domain AS text) AS domain) x LEFT JOIN embedders e USING (domain)"
 )
 # search() sends it through the driver, in one pipeline with the ranking statement (service/search/ranking.py).
