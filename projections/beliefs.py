@@ -1,12 +1,16 @@
 """The ``beliefs`` read model: every live belief item with its credence and evidence trail, one row each.
 
-A belief is a ``record`` item tagged ``belief``. The fold copies the credence the event recorded (it never
-recomputes it, re-resolves a source or reads the clock), so a rebuild reproduces every credence exactly.
+A belief is a ``record`` item tagged ``belief``. Its trail is what the evidence commands decided: an
+``EvidenceAssimilated`` or ``EvidenceRetracted`` event carries the belief's whole trail (built on the row it read,
+under a version check), and its credence is computed here from that trail (projections.credence: the
+model-assertion cap included), never copied from the item. Any other event on a belief (a put, an update, a
+publish) changes its claim or scope and keeps its trail and credence: a new belief starts from an empty trail at
+0.5, whatever credence or trail its payload claims. The fold never re-resolves a source nor reads the clock, so a
+rebuild reproduces every credence exactly.
 """
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -14,13 +18,16 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from projections.credence import credence
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.projector import Projector, Statement
 
-__all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key"]
+__all__ = ["BELIEF_TAG", "EVIDENCE_EVENTS", "apply", "belief_row", "claim_key"]
 
 BELIEF_TAG = "belief"
+# The events that decide a belief's evidence: the only ones whose trail the read model takes.
+EVIDENCE_EVENTS = frozenset({"EvidenceAssimilated", "EvidenceRetracted"})
 
 _UPSERT_SQL = (
     "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
@@ -30,9 +37,20 @@ _UPSERT_SQL = (
     "claim = EXCLUDED.claim, credence = EXCLUDED.credence, evidence = EXCLUDED.evidence, "
     "sources = EXCLUDED.sources, version = EXCLUDED.version, seq = EXCLUDED.seq"
 )
+# Any other event on a belief: its claim and scope, the trail and credence it had (a new one: empty, 0.5).
+_CLAIM_SQL = (
+    "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
+    "VALUES (:id, :scope, :claim_key, CAST(:claim AS jsonb), :credence, CAST(:evidence AS jsonb), "
+    "CAST(:sources AS text[]), :version, :seq, :seq) "
+    "ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, claim_key = EXCLUDED.claim_key, "
+    "claim = EXCLUDED.claim, version = EXCLUDED.version, seq = EXCLUDED.seq"
+)
 _DELETE_SQL = "DELETE FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))"
 _UPSERT = text(_UPSERT_SQL)
+_CLAIM = text(_CLAIM_SQL)
 _DELETE = text(_DELETE_SQL)
+_SQL = {"upsert": _UPSERT_SQL, "claim": _CLAIM_SQL}
+_STATEMENTS = {"upsert": _UPSERT, "claim": _CLAIM}
 
 
 def claim_key(claim_text: str) -> str:
@@ -41,25 +59,16 @@ def claim_key(claim_text: str) -> str:
     return " ".join(folded.split())
 
 
-def _credence(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) and 0.0 <= f <= 1.0 else None
-
-
 def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
-    """The row for an item state, or None when the item is not a well-formed belief."""
+    """The row for an item state, its credence computed from its trail, or None when it is not a well-formed
+    belief (what the payload says of its credence is ignored)."""
     tags = item.get("tags") or []
     payload = item.get("payload")
     if item.get("kind") != "record" or BELIEF_TAG not in tags or not isinstance(payload, dict):
         return None
     claim = payload.get("claim")
     trail = payload.get("evidence_history")
-    credence = _credence(payload.get("credence"))
     if not isinstance(claim, dict) or not isinstance(claim.get("text"), str) or not isinstance(trail, list):
-        return None
-    if credence is None:
         return None
     sources: list[str] = []
     for entry in trail:
@@ -71,10 +80,13 @@ def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
         "scope": item["scope"],
         "claim_key": claim_key(claim["text"]),
         "claim": dumps(claim),
-        "credence": credence,
+        "credence": credence(trail),
         "evidence": dumps(trail),
         "sources": sources,
     }
+
+
+_NO_EVIDENCE = {"credence": credence([]), "evidence": "[]", "sources": []}
 
 
 def _ops(events: Sequence[Any]) -> list[tuple[str, Any]]:
@@ -83,12 +95,15 @@ def _ops(events: Sequence[Any]) -> list[tuple[str, Any]]:
         item = e.data.get("item")
         if item is not None:
             row = belief_row(item)
-            if row is not None:
+            if row is None:
+                if e.version > 1:
+                    # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
+                    # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
+                    ops.append(("delete", item["id"]))
+            elif e.type in EVIDENCE_EVENTS:
                 ops.append(("upsert", {**row, "version": e.version, "seq": e.seq}))
-            elif e.version > 1:
-                # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
-                # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
-                ops.append(("delete", item["id"]))
+            else:
+                ops.append(("claim", {**row, **_NO_EVIDENCE, "version": e.version, "seq": e.seq}))
         if e.type == "ItemsMerged" and e.data.get("removed"):
             ops.append(("delete", e.data["removed"]))
         if e.type == "ItemRemoved":
@@ -106,10 +121,10 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         while j < len(ops) and ops[j][0] == kind:
             j += 1
         batch = [p for _, p in ops[i:j]]
-        if kind == "upsert":
-            conn.execute(_UPSERT, batch)
-        else:
+        if kind == "delete":
             conn.execute(_DELETE, {"ids": batch})
+        else:
+            conn.execute(_STATEMENTS[kind], batch)
         i = j
 
 
@@ -118,7 +133,7 @@ def plan(events: Sequence[Any]) -> list[Statement] | None:
     ops = _ops(events)
     if len(events) > 1 and ops:
         return None
-    return [(_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops]
+    return [(_DELETE_SQL, {"ids": [params]}) if kind == "delete" else (_SQL[kind], params) for kind, params in ops]
 
 
 PROJECTOR = Projector(

@@ -12,11 +12,15 @@ from projections.canonical import item_digest
 from projections.jsonutil import dumps
 from projections.projector import Projector
 
-__all__ = ["PROPOSAL_EVENTS", "apply"]
+__all__ = ["APPROVER_EVENTS", "PROPOSAL_EVENTS", "apply"]
 
 PROPOSAL_EVENTS = frozenset({"PromotionProposed", "PromotionApproved", "PromotionRejected"})
+APPROVER_EVENTS = frozenset({"ApproverGranted", "ApproverRevoked"})
 
-_APPROVER = text("INSERT INTO approvers (seq, scope, who, by, bootstrap) VALUES (:seq, :scope, :who, :by, :bootstrap)")
+_APPROVER = text(
+    "INSERT INTO approvers (seq, scope, who, by, bootstrap, revoked) VALUES (:seq, :scope, :who, :by, :bootstrap, "
+    ":revoked)"
+)
 _PROPOSAL = text(
     "INSERT INTO proposals (item_id, seq, status, from_scope, to_scope, by, proposer, reason, item_digest, entry, "
     "recorded_at) VALUES (:item_id, :seq, :status, :from_scope, :to_scope, :by, :proposer, :reason, :item_digest, "
@@ -25,13 +29,22 @@ _PROPOSAL = text(
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
-    """Append one audit row per approver grant and one proposal-history row per promotion event (never update)."""
+    """Append one audit row per approver grant or revocation and one proposal-history row per promotion event
+    (never update): a scope's live approvers are those whose latest row is not a revocation."""
     approvers, proposals = [], []
     for e in events:
         d = e.data
-        if e.type == "ApproverGranted":
+        if e.type in APPROVER_EVENTS:
+            revoked = e.type == "ApproverRevoked"
             approvers.append(
-                {"seq": e.seq, "scope": d["scope"], "who": d["who"], "by": d["by"], "bootstrap": bool(d["bootstrap"])}
+                {
+                    "seq": e.seq,
+                    "scope": d["scope"],
+                    "who": d["who"],
+                    "by": d["by"],
+                    "bootstrap": not revoked and bool(d["bootstrap"]),
+                    "revoked": revoked,
+                }
             )
             continue
         entry = d["entry"]
@@ -58,7 +71,7 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
 
 PROJECTOR = Projector(
     name="governance",
-    handles=PROPOSAL_EVENTS | {"ApproverGranted"},
+    handles=PROPOSAL_EVENTS | APPROVER_EVENTS,
     tables=("approvers", "proposals"),
     apply=apply,
     keys={"approvers": "seq", "proposals": "item_id, seq"},

@@ -41,8 +41,8 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
                 "p": d["principal"],
                 "s": d["scope"],
                 "seq": e.seq,
-                "r": mode in ("read", "readwrite"),
-                "w": mode in ("write", "readwrite"),
+                "r": mode in ("read", "readwrite", "admin"),
+                "w": mode in ("write", "readwrite", "admin"),
                 "grant": granted,
             },
         )

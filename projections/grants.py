@@ -1,4 +1,7 @@
-"""The ``grants`` read model: each principal's current persisted read/write grants per scope."""
+"""The ``grants`` read model: each principal's current persisted read/write/admin grants per scope.
+
+Mode ``admin`` grants all three: an administrator of a scope may also read and write it.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +16,10 @@ from projections.projector import Projector
 __all__ = ["apply"]
 
 _GRANT = text(
-    "INSERT INTO grants (principal, scope, can_read, can_write, seq) VALUES (:p, :s, :r, :w, :seq) "
+    "INSERT INTO grants (principal, scope, can_read, can_write, can_admin, seq) VALUES (:p, :s, :r, :w, :a, :seq) "
     "ON CONFLICT (principal, scope) DO UPDATE SET can_read = grants.can_read OR EXCLUDED.can_read, "
-    "can_write = grants.can_write OR EXCLUDED.can_write, seq = EXCLUDED.seq"
+    "can_write = grants.can_write OR EXCLUDED.can_write, can_admin = grants.can_admin OR EXCLUDED.can_admin, "
+    "seq = EXCLUDED.seq"
 )
 _REVOKE = text("DELETE FROM grants WHERE principal = :p AND scope = :s")
 
@@ -31,8 +35,9 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
                 {
                     "p": d["principal"],
                     "s": d["scope"],
-                    "r": mode in ("read", "readwrite"),
-                    "w": mode in ("write", "readwrite"),
+                    "r": mode in ("read", "readwrite", "admin"),
+                    "w": mode in ("write", "readwrite", "admin"),
+                    "a": mode == "admin",
                     "seq": e.seq,
                 },
             )

@@ -13,15 +13,16 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from projections.bulkwork import bulk_work
-from service.domain.errors import ConcurrencyError, ReadOnlyError
+from service.domain import policy as rules
+from service.domain.errors import AccessDeniedError, ConcurrencyError, ReadOnlyError
 from service.domain.events import ItemPut, ItemRemoved, ItemUpdated, NewEvent, StoredEvent, normalize_json
 from service.domain.items import SubstrateItem, is_generated_id
 from service.domain.retry import retries
-from service.domain.validation import InvalidArgument, require_count
-from service.guard.secrets import guard_view
+from service.domain.validation import InvalidArgument, require_count, require_name
+from service.guard.events import guard_event
 from service.search import ranking, upkeep
 from service.search.upkeep import note_search
-from service.store import reads
+from service.store import authority, reads
 from service.store.bulk_append import BulkAppender
 from service.store.database import Database, open_database, reader
 from service.store.eventread import PROGRESS_EVERY
@@ -30,7 +31,9 @@ from service.store.export import SNAPSHOT_NAME, read_snapshot, write_snapshot
 from service.store.statistics import refresh_statistics
 from service.store.timetravel import resolve_position
 
-__all__ = ["SecretPolicy", "Substrate"]
+__all__ = ["OPERATOR_ENV", "SecretPolicy", "Substrate"]
+
+OPERATOR_ENV = "SUBSTRATE_ADMIN"
 
 SecretPolicy = Literal["redact", "reject"]
 _T = TypeVar("_T")
@@ -55,12 +58,19 @@ class Substrate:
         url: str | None = None,
         read_url: str | None = None,
         principal: str = "local",
+        operator: str | None = None,
         _database: Database | None = None,
     ) -> None:
         self.secret_policy: str = _check_policy(secret_policy)
         if not isinstance(principal, str) or not principal:
             raise InvalidArgument(f"principal must be a non-empty string, got {principal!r}")
         self.principal = principal
+        # The operator administers public and every scope nobody owns (service.domain.policy); $SUBSTRATE_ADMIN.
+        chosen = operator if operator is not None else os.environ.get(OPERATOR_ENV) or None
+        self.operator = None if chosen is None else require_name(chosen, "operator")
+        # False: the spec's trusted, unrestricted store (the caller vouches for every ``by``); True: a handle bound
+        # to ``principal`` (with_principal(), every HTTP request), whose writes the door authorizes.
+        self.restricted = False
         self.root = str(root) if root is not None else None
         self._owns_db = True
         self._db = _database or open_database(url=url, root=root, read_url=read_url)
@@ -91,9 +101,16 @@ class Substrate:
             self._db.close()
 
     def with_principal(self, principal: str) -> Substrate:
-        """Another handle on the same database whose writes are recorded as ``principal``'s."""
-        handle = Substrate(_database=self._db, principal=principal, secret_policy=self.secret_policy)  # type: ignore[arg-type]
+        """Another handle on the same database, bound to ``principal``: its writes are recorded as that principal's,
+        and the write door authorizes each of them by the persisted grants, as HTTP does (service.domain.policy)."""
+        handle = Substrate(
+            _database=self._db,
+            principal=principal,
+            secret_policy=self.secret_policy,  # type: ignore[arg-type]
+        )
+        handle.operator = self.operator
         handle.root = self.root
+        handle.restricted = True
         handle._owns_db = False
         return handle
 
@@ -105,6 +122,8 @@ class Substrate:
         view = Substrate(_database=self._db, principal=self.principal, secret_policy=self.secret_policy)  # type: ignore[arg-type]
         view.root = self.root
         view._owns_db = False
+        view.operator = self.operator
+        view.restricted = self.restricted
         view.read_only = True
         view.as_of_seq = seq
         view.position = seq  # a read replica serves the view once it holds the view's position
@@ -120,35 +139,140 @@ class Substrate:
     def url(self) -> str:
         return self._db.url
 
-    # ----------------------------------------------------------------- writes
+    # ----------------------------------------------------------------- the write door
+    def append(
+        self,
+        events: Sequence[NewEvent],
+        *,
+        by: str | None = None,
+        secret_policy: SecretPolicy | None = None,
+    ) -> list[StoredEvent]:
+        """The one way into the log: every command builds its events and appends them here, atomically.
+
+        In this order: refuse on a read-only view (ReadOnlyError); on a handle bound to a principal, authorize it for
+        every scope the events touch (AccessDeniedError, GovernanceAuthorizationError; service.domain.policy); run
+        the secret guard over every string of every event (service.guard.events) under ``secret_policy`` (default:
+        the store's); then append. ``by`` records who acts (default: this handle's principal); a bound handle acts
+        only as its own principal. Returns the stored events; this handle's ``position`` moves to the last.
+        """
+        for _ in retries():
+            actor, admitted, pinned = self._admit(events, by, secret_policy)
+            try:
+                stored = self.events.append(admitted, actor)
+            except ConcurrencyError as exc:
+                if exc.stream in pinned:
+                    continue  # an item the authorization looked at moved meanwhile: decide again
+                raise
+            if stored:
+                self.position = stored[-1].seq
+            return stored
+        raise ConcurrencyError(events[0].stream, -1, "the items this append touches kept moving; gave up")
+
+    def allows(self, mode: str, scope: str) -> bool:
+        """Whether this handle's principal may ``mode`` ("read", "write", "administer", "approve") ``scope`` by the
+        door's rules; a trusted (unbound) store allows everything, as the spec's store does."""
+        if not self.restricted:
+            return True
+        return self.standing().may(mode, require_name(scope, "scope"))
+
+    def standing(self) -> rules.Standing:
+        """What the persisted grants give this handle's principal (for listing what it may see or administer)."""
+        return authority.standing(self.engine, self.principal, operator=self.operator)
+
+    def bulk_appender(
+        self,
+        on_written: Callable[[Sequence[StoredEvent], Any], None],
+        *,
+        secret_policy: SecretPolicy | None = None,
+        on_refused: Callable[[int, Exception], None] | None = None,
+    ) -> BulkAppender:
+        """The door for batches: a BulkAppender (service.store.bulk_append) whose every submitted batch passes the
+        same checks as ``append``. An event the secret guard refuses is left out and given to ``on_refused`` (its
+        index in the batch, the error) when there is one; otherwise the error stops the batch."""
+        self._writable()
+        policy = self._policy(secret_policy)
+
+        def check(events: Sequence[NewEvent]) -> list[NewEvent]:
+            self._writable()
+            self._authorize(events, self.principal)  # (no pins: a batch is appended blind, as put_many's are)
+            out = []
+            for n, e in enumerate(events):
+                try:
+                    out.append(guard_event(e, policy))
+                except ValueError as exc:  # SecretPolicyError, InvalidArgument
+                    if on_refused is None:
+                        raise
+                    on_refused(n, exc)
+            return out
+
+        return BulkAppender(self.events, self.principal, on_written, check=check)
+
+    def _admit(
+        self, events: Sequence[NewEvent], by: str | None, secret_policy: str | None
+    ) -> tuple[str, list[NewEvent], set[str]]:
+        """The door's checks, in order: (who acts, the events as they may be appended, the streams whose versions
+        the authorization pinned)."""
+        self._writable()
+        actor = self._actor(by)
+        policy = self._policy(secret_policy)
+        pinned: set[str] = set()
+        if self.restricted:
+            events, pinned = self._authorize(events, actor)
+        return actor, [guard_event(e, policy) for e in events], pinned
+
+    def _authorize(self, events: Sequence[NewEvent], actor: str) -> tuple[list[NewEvent], set[str]]:
+        """On a bound handle, raise unless ``actor`` may append ``events``; the events with the version of each item
+        stream the decision was about pinned (so that a concurrent move of it fails the append, which decides anew)."""
+        if not self.restricted:
+            return list(events), set()
+        streams = [e.stream for e in events]
+        now = authority.situation(self.engine, actor, streams, operator=self.operator)
+        live = {stream: scope for stream, (scope, _v) in now.live.items()}
+        rules.check(now.standing, rules.needs(events, actor, live, now.pending))
+        out, pinned, seen = [], set(), set()
+        for e in events:
+            known = now.live.get(e.stream)
+            if known is not None and e.stream not in seen and e.expected_version is None:
+                e = NewEvent(e.stream, e.event, e.scope, known[1], e.normalized)
+                pinned.add(e.stream)
+            seen.add(e.stream)
+            out.append(e)
+        return out, pinned
+
+    def _actor(self, by: str | None) -> str:
+        if by is None or by == self.principal:
+            return self.principal
+        who = require_name(by, "by")
+        if self.restricted:
+            raise AccessDeniedError(
+                who, None, None, f"a handle bound to {self.principal!r} acts only as itself, not {who!r}"
+            )
+        return who
+
+    def _policy(self, secret_policy: str | None) -> str:
+        return self.secret_policy if secret_policy is None else _check_policy(secret_policy)
+
     def _writable(self) -> None:
         if self.read_only:
             raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
 
-    def _append(self, events: Sequence[NewEvent]) -> list[StoredEvent]:
-        self._writable()
-        stored = self.events.append(events, self.principal)
-        if stored:
-            self.position = stored[-1].seq
-        return stored
-
-    def _prepare(self, item: SubstrateItem, secret_policy: str | None, *, fresh: bool = False) -> dict[str, Any]:
-        """Validate, secret-guard and normalize ``item``; ``fresh``: built just now by this service, not revalidated."""
+    # ----------------------------------------------------------------- commands on items
+    def event_item(self, item: SubstrateItem, *, fresh: bool = False) -> dict[str, Any]:
+        """``item`` validated and in the JSON form an event carries (a deep copy; the door secret-guards it).
+        ``fresh``: built just now by this service (not revalidated); else a copy is revalidated, since the caller may
+        have changed the object after constructing it."""
         if not isinstance(item, SubstrateItem):
             raise InvalidArgument(f"put expects a SubstrateItem, got {type(item).__name__}")
-        policy = self.secret_policy if secret_policy is None else _check_policy(secret_policy)
         try:
-            # Re-validate a copy: the caller may have mutated the object after constructing it.
-            safe = guard_view(item if fresh else dataclasses.replace(item), policy)
-            return normalize_json(safe.json_view(), "item")  # normalize_json makes the deep copy
+            return normalize_json((item if fresh else dataclasses.replace(item)).json_view(), "item")
         except RecursionError:
             raise InvalidArgument("item is nested too deeply to store") from None
 
     def put(self, item: SubstrateItem, *, secret_policy: SecretPolicy | None = None) -> str:
         """Add or replace an item (a defensive, secret-guarded copy); returns its id."""
-        data = self._prepare(item, secret_policy)
-        self._append([NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)])
-        return str(data["id"])
+        data = self.event_item(item)
+        event = NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
+        return self.append([event], secret_policy=secret_policy)[0].stream
 
     def add(self, kind: str, text: str = "", **kw: Any) -> str:
         """Build a SubstrateItem and put() it."""
@@ -156,16 +280,15 @@ class Substrate:
         return self.put(SubstrateItem(kind=kind, text=text, **kw), secret_policy=secret_policy)
 
     def put_many(self, items: Iterable[SubstrateItem], *, secret_policy: SecretPolicy | None = None) -> list[str]:
-        """The bulk path: guard every item first, then append them in one transaction per chunk (the database
-        writes chunk k while the next one is guarded; service.store.bulk_append)."""
-        self._writable()
+        """The bulk path: every item through the door, appended in one transaction per chunk (the database writes
+        chunk k while the next one is checked; service.store.bulk_append)."""
         ids: list[str] = []
         pending: list[NewEvent] = []
         # Ids generated in this process for new items are not looked up in the log (5,000 index probes a batch):
         # a collision, however unlikely, fails the batch's compare-and-set and the batch takes the locked path.
         generated: list[str] = []
         given: list[str] = []
-        appender = BulkAppender(self.events, self.principal, self._wrote)
+        appender = self.bulk_appender(self._wrote, secret_policy=secret_policy)
 
         def submit() -> None:
             appender.submit(pending, versions=self.events.stream_versions(given, new=generated) if pending else None)
@@ -173,7 +296,7 @@ class Substrate:
         try:
             with bulk_work():  # no collector passes, quick hand-offs to the writer (projections.bulkwork)
                 for item in items:
-                    data = self._prepare(item, secret_policy)
+                    data = self.event_item(item)
                     pending.append(
                         NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True)
                     )
@@ -206,19 +329,14 @@ class Substrate:
                 changed = dataclasses.replace(current, **fields)
             except TypeError as exc:
                 raise InvalidArgument(f"update: {exc}") from None
-            data = self._prepare(changed, secret_policy)
+            data = self.event_item(changed, fresh=True)  # validated just now, by replace()
             event = ItemUpdated(item=data, fields=sorted(fields))
+            change = NewEvent(item_id, event, scope=data["scope"], expected_version=version, normalized=True)
             try:
-                self._append(
-                    [
-                        NewEvent(
-                            stream=item_id, event=event, scope=data["scope"], expected_version=version, normalized=True
-                        )
-                    ]
-                )
+                (stored,) = self.append([change], secret_policy=secret_policy)
             except ConcurrencyError:
                 continue
-            return SubstrateItem(**data).copy()
+            return SubstrateItem(**stored.data["item"]).copy()
         raise ConcurrencyError(item_id, -1, f"update of {item_id!r} kept colliding with other writers; gave up")
 
     def remove(self, item_id: str) -> bool:
@@ -228,14 +346,9 @@ class Substrate:
             if row is None:
                 return False
             current, version = row
+            gone = NewEvent(item_id, ItemRemoved(id=item_id), scope=current.scope, expected_version=version)
             try:
-                self._append(
-                    [
-                        NewEvent(
-                            stream=item_id, event=ItemRemoved(id=item_id), scope=current.scope, expected_version=version
-                        )
-                    ]
-                )
+                self.append([gone])
             except ConcurrencyError:
                 continue
             return True
@@ -359,29 +472,29 @@ class Substrate:
         ``on_phase`` is told when each phase starts, and ``progress`` gets its count so far: "read" (lines parsed),
         "guard" (items validated and secret-guarded), "write" (events appended, in one transaction).
         """
-        if self.read_only:
-            raise ReadOnlyError(f"this view is read-only (as of seq {self.as_of_seq}); write to the live store")
+        self._writable()
         tell = on_phase or (lambda _phase: None)
         target = self._root_for(root)
         tell("read")
         items = read_snapshot(target, progress)
         tell("guard")
-        prepared = []
+        events = []
         for n, it in enumerate(items, start=1):
-            prepared.append(self._prepare(it, None, fresh=True))  # parsed and validated just now, by read_snapshot
+            data = self.event_item(it, fresh=True)  # parsed and validated just now, by read_snapshot
+            events.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True))
             if progress is not None and (n % PROGRESS_EVERY == 0 or n == len(items)):
                 progress(n)
+        actor, puts, _ = self._admit(events, None, None)  # the door's checks (the secret guard) on every item
         tell("write")
-        keep = {d["id"] for d in prepared}
+        keep = {e.stream for e in puts}
         with self.engine.begin() as conn:
             conn.execute(text("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"))
             existing = conn.execute(text("SELECT id, scope FROM items ORDER BY pos")).all()
-            gone = _out_of_file_order(prepared, [i for i, _ in existing]) | ({i for i, _ in existing} - keep)
-            events = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i in gone]
-            events += [
-                NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in prepared
-            ]
-            stored = self.events.append(events, self.principal, conn=conn, progress=progress)
+            gone = _out_of_file_order(puts, [i for i, _ in existing]) | ({i for i, _ in existing} - keep)
+            removals = [NewEvent(stream=i, event=ItemRemoved(id=i), scope=s) for i, s in existing if i in gone]
+            if removals and self.restricted:
+                self._authorize(removals, actor)
+            stored = self.events.append(removals + puts, actor, conn=conn, progress=progress)
         if stored:
             self.position = stored[-1].seq
             refresh_statistics(self.engine, len(stored))
@@ -393,18 +506,18 @@ class Substrate:
         return self.events.verify_chain()
 
 
-def _out_of_file_order(rows: Sequence[dict[str, Any]], stored: Sequence[str]) -> set[str]:
+def _out_of_file_order(rows: Sequence[NewEvent], stored: Sequence[str]) -> set[str]:
     """The stored ids a load must remove and put anew so that all() lists the items in the file's order: every
     stored one after the file's longest prefix of stored items already in stored order (a put keeps an item's
     place; a new item goes last)."""
     rank = {item_id: n for n, item_id in enumerate(stored)}
     last, moved, in_order = -1, set(), True
-    for d in rows:
-        n = rank.get(d["id"])
+    for e in rows:
+        n = rank.get(e.stream)
         if in_order and n is not None and n > last:
             last = n
             continue
         in_order = False
         if n is not None:
-            moved.add(d["id"])
+            moved.add(e.stream)
     return moved

@@ -18,8 +18,7 @@ from sqlalchemy import text
 
 from projections import loads
 from projections.beliefs import claim_key
-from service.beliefs.model import (  # _TIER_STRENGTH: the spec names it here
-    _TIER_STRENGTH,  # noqa: F401
+from service.beliefs.model import (
     MODEL_ASSERTION,
     MODEL_ASSERTION_CAP,
     BeliefItem,
@@ -38,6 +37,7 @@ from service.domain.events import EvidenceAssimilated, EvidenceRetracted, ItemPu
 from service.domain.items import DEFAULT_SCOPE
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
+from service.guard.secrets import guard_data
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -56,9 +56,10 @@ __all__ = [
 ]
 
 _STATE = text(
-    # One statement, one snapshot: the stream version and the state it produced can never disagree.
+    # One statement, one snapshot: the stream version and the state it produced can never disagree. The trail is
+    # the read model's (what the evidence commands decided), never the one an item's payload claims.
     "SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = :id), "
-    "(SELECT doc::text FROM items WHERE id = :id)"
+    "(SELECT doc::text FROM items WHERE id = :id), (SELECT evidence::text FROM beliefs WHERE id = :id)"
 )
 _BY_KEY = text("SELECT id FROM beliefs WHERE scope = :scope AND claim_key = :key ORDER BY pos, id LIMIT 1")
 _RESOLVE = text(
@@ -192,20 +193,20 @@ def _belief_id(scope: str, key: str) -> str:
 
 def _state(sub: Substrate, belief_id: str) -> tuple[BeliefItem | None, int, float | None]:
     with sub.engine.connect() as c:
-        version, doc = c.execute(_STATE, {"id": belief_id}).one()
+        version, doc, trail = c.execute(_STATE, {"id": belief_id}).one()
     if doc is None:
         return None, int(version), None
     item = loads(doc)
     try:
-        return belief_from_item(item), int(version), float(item["created_at"])
+        return belief_from_item(item, trail=loads(trail or "[]")), int(version), float(item["created_at"])
     except (ValueError, TypeError, KeyError):
         raise StateConflictError(f"item {belief_id!r} is not a well-formed belief; cannot update it") from None
 
 
-def _guarded_claim(sub: Substrate, claim: Claim, scope: str) -> Claim:
-    # The secret guard runs on the claim before its text becomes a key, an id or an event.
-    data = sub._prepare(belief_to_item(BeliefItem("probe", claim, 0.5, [], scope)), None)
-    return belief_from_item(data).claim
+def _guarded_claim(sub: Substrate, claim: Claim) -> Claim:
+    # The secret guard runs on the claim before its text becomes a key or an id (the door guards the event again).
+    guarded = guard_data(claim.to_json(), sub.secret_policy, field="claim")
+    return Claim(text=guarded["text"], produced_by=guarded["produced_by"], quantity=guarded["quantity"])
 
 
 def _evidence_events(
@@ -216,7 +217,7 @@ def _evidence_events(
     for i, (entry, record) in enumerate(_decide(sub, raws, belief.id, belief.scope, policy)):
         belief.evidence_history.append(entry)
         belief.credence = credence_from_history(belief.evidence_history)
-        data = sub._prepare(belief_to_item(belief, created_at), None)
+        data = sub.event_item(belief_to_item(belief, created_at), fresh=True)
         event = EvidenceAssimilated(item=data, entry=record)
         events.append(NewEvent(stream=belief.id, event=event, scope=belief.scope, expected_version=version + i))
     return events, data
@@ -226,7 +227,7 @@ def _creation(
     sub: Substrate, belief: BeliefItem, version: int, created_at: float
 ) -> tuple[list[NewEvent], dict[str, Any]]:
     """No evidence for a new belief: one ItemPut of it at the 0.5 prior, with an empty trail."""
-    data = sub._prepare(belief_to_item(belief, created_at), None)
+    data = sub.event_item(belief_to_item(belief, created_at), fresh=True)
     return [NewEvent(stream=belief.id, event=ItemPut(item=data), scope=belief.scope, expected_version=version)], data
 
 
@@ -248,7 +249,7 @@ def assimilate(
     if not callable(getattr(policy, "can_read", None)):
         raise InvalidArgument(f"policy must have can_read(principal, scope), got {type(policy).__name__}")
     raws = raw_entries(evidence)
-    claim = _guarded_claim(sub, claim, scope)
+    claim = _guarded_claim(sub, claim)
     key = claim_key(claim.text)
     created = time.time()
     for _ in retries():
@@ -266,11 +267,11 @@ def assimilate(
         else:
             events, data = _creation(sub, belief, version, when)
         try:
-            sub._append(events)
+            stored = sub.append(events)
         except ConcurrencyError:
             time.sleep(0.001)
             continue
-        return belief_from_item(data)
+        return belief_from_item(stored[-1].data["item"])
     raise ConcurrencyError(key, -1, f"assimilate of {claim.text!r} kept colliding with other writers; gave up")
 
 
@@ -310,7 +311,7 @@ def _retraction(sub: Substrate, source_id: str, scope: str | None) -> tuple[list
             removed = len(belief.evidence_history) - len(kept)
             belief.evidence_history = kept
             belief.credence = credence_from_history(kept)
-            data = sub._prepare(belief_to_item(belief, created_at), None)
+            data = sub.event_item(belief_to_item(belief, created_at), fresh=True)
             entry = {"source_id": cur, "removed": removed, "cause": source_id}
             events.append(
                 NewEvent(
@@ -338,9 +339,10 @@ def retract(sub: Substrate, source_id: str, *, scope: str | None = None) -> list
     for _ in retries():
         events, last = _retraction(sub, source_id, scope)
         try:
-            sub._append(events)
+            stored = sub.append(events)
         except ConcurrencyError:
             time.sleep(0.001)
             continue
-        return [belief_from_item(d) for d in last.values()]
+        final = {s.stream: s.data["item"] for s in stored}  # as the door stored them (secret-guarded)
+        return [belief_from_item(final[belief_id]) for belief_id in last]
     raise ConcurrencyError(source_id, -1, f"retract of {source_id!r} kept colliding with other writers; gave up")

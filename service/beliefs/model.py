@@ -1,8 +1,8 @@
-"""Beliefs as values: claims, evidence entries, and the pure credence math that replays a trail exactly.
+"""Beliefs as values: claims, evidence entries, and the credence their trail implies.
 
-Credence moves in log-odds space from a 0.5 prior, ``_K`` log-odds units per unit of tier strength
-("+" raises, "-" lowers, times the entry's weight). A belief with no verified evidence above the
-model-assertion tier is capped at ``MODEL_ASSERTION_CAP``: a model cannot talk itself into confidence.
+The credence math itself (log-odds from a 0.5 prior, tier strengths, the model-assertion cap) is
+projections.credence's: the ``beliefs`` read model computes every credence from the trail with it, so a
+credence is never a copied field, and the commands here decide with the very same function.
 """
 
 from __future__ import annotations
@@ -14,33 +14,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.beliefs import BELIEF_TAG, claim_key
+from projections.credence import MODEL_ASSERTION, MODEL_ASSERTION_CAP, TIER_STRENGTH, credence
 from service.domain.items import DEFAULT_SCOPE, SubstrateItem
 from service.domain.validation import InvalidArgument
 
-__all__ = ["MODEL_ASSERTION", "MODEL_ASSERTION_CAP", "BeliefItem", "Claim", "EvidenceEntry", "credence_from_history"]
+__all__ = [
+    "MODEL_ASSERTION",
+    "MODEL_ASSERTION_CAP",
+    "TIER_STRENGTH",
+    "BeliefItem",
+    "Claim",
+    "EvidenceEntry",
+    "credence_from_history",
+]
 
-MODEL_ASSERTION = "model_assertion"
-# Evidence tiers, weakest to strongest, and the strength each carries when verified.
-_TIER_STRENGTH: dict[str, float] = {
-    MODEL_ASSERTION: 0.05,
-    "executable": 0.3,
-    "simulation": 0.5,
-    "held_out_truth": 0.8,
-    "real_measurement": 1.0,
-}
-TIERS: tuple[str, ...] = tuple(_TIER_STRENGTH)
-MODEL_ASSERTION_CAP = 0.5
+TIERS: tuple[str, ...] = tuple(TIER_STRENGTH)
 _ENTRY_KEYS = frozenset({"source_id", "tier", "direction", "weight", "time"})
-_K = 3.0
 DIRECTIONS = ("+", "-")
-# One entry's log-odds contribution is clipped here: far past saturation of the logistic, and it keeps an
-# enormous weight from producing inf (and inf - inf = nan) in the sum.
-_MAX_TERM = 1e6
 
 
 def check_tier(tier: Any, name: str = "tier") -> str:
     """Return ``tier`` if it is a known evidence tier; InvalidArgument naming the field otherwise."""
-    if not isinstance(tier, str) or tier not in _TIER_STRENGTH:
+    if not isinstance(tier, str) or tier not in TIER_STRENGTH:
         raise InvalidArgument(f"{name} must be one of {list(TIERS)}, got {tier!r}")
     return tier
 
@@ -163,34 +158,13 @@ def has_real_support(history: Sequence[EvidenceEntry]) -> bool:
     return any(is_grounding(e) for e in history)
 
 
-def _logistic(x: float) -> float:
-    # Split on the sign so exp never overflows, whatever the magnitude of the log-odds.
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
 def credence_from_history(evidence_history: Sequence[EvidenceEntry]) -> float:
-    """The credence a trail implies, a pure function: replaying a stored trail reproduces its credence exactly.
+    """The credence a trail implies, a pure function: replaying a stored trail reproduces its credence exactly (the
+    ``beliefs`` read model computes it with the same function, projections.credence).
 
     An unverified entry counts at model-assertion strength and never lifts the cap (MXR-080-0243).
     """
-    entries = [_entry(e) for e in evidence_history]
-    if not entries:
-        return 0.5
-    terms = []
-    for e in entries:
-        if e.weight <= 0:
-            continue
-        strength = _TIER_STRENGTH[e.tier] if is_grounding(e) else _TIER_STRENGTH[MODEL_ASSERTION]
-        term = min(strength * _K * e.weight, _MAX_TERM)
-        terms.append(term if e.direction == "+" else -term)
-    # fsum is exact, so the result does not depend on the order the entries were applied in.
-    credence = _logistic(math.fsum(terms))
-    if not has_real_support(entries):
-        credence = min(credence, MODEL_ASSERTION_CAP)
-    return credence
+    return credence([_entry(e).to_json() for e in evidence_history])
 
 
 def raw_entries(evidence: Any) -> list[dict[str, Any]]:
@@ -248,17 +222,23 @@ def belief_to_item(belief: BeliefItem, created_at: float | None = None) -> Subst
     )
 
 
-def belief_from_item(item: SubstrateItem | Mapping[str, Any]) -> BeliefItem:
-    """Read a belief back from its stored item (or item JSON); ValueError when it is not one."""
+def belief_from_item(item: SubstrateItem | Mapping[str, Any], *, trail: Sequence[Any] | None = None) -> BeliefItem:
+    """Read a belief back from its stored item (or item JSON); ValueError when it is not one.
+
+    ``trail``: the evidence trail to take (the ``beliefs`` read model's, as readers pass it) instead of the one in the
+    item's payload. Either way the credence is computed from the trail, never read from the payload.
+    """
     d = item.to_json() if isinstance(item, SubstrateItem) else item
     payload = d.get("payload") or {}
     c = payload.get("claim")
     if d.get("kind") != "record" or BELIEF_TAG not in (d.get("tags") or []) or not isinstance(c, Mapping):
         raise InvalidArgument(f"item {d.get('id')!r} is not a belief (a record tagged {BELIEF_TAG!r})")
+    raw = (payload.get("evidence_history") or []) if trail is None else trail
+    evidence = [EvidenceEntry.from_json(e) for e in raw]
     return BeliefItem(
         id=d["id"],
         claim=Claim(text=c["text"], produced_by=dict(c.get("produced_by") or {}), quantity=c.get("quantity")),
-        credence=float(payload["credence"]),
-        evidence_history=[EvidenceEntry.from_json(e) for e in payload.get("evidence_history") or []],
+        credence=credence_from_history(evidence),
+        evidence_history=evidence,
         scope=d["scope"],
     )

@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from service.cli import ask, core, ingest, ops, search, serve
+from service.cli import admin, ask, core, ingest, ops, search, serve
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 # Modules that add subcommands, in --help order: each defines ``register(subparsers)``; handlers get parsed args.
-COMMAND_MODULES = (core, ingest, ask, serve, search, ops)
+COMMAND_MODULES = (core, ingest, ask, serve, admin, search, ops)
 
 
 def build_parser() -> argparse.ArgumentParser:

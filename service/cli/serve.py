@@ -26,6 +26,11 @@ def _serve(args: argparse.Namespace) -> int:
     # signal, so atexit handlers run (the embedded PostgreSQL is stopped when its last user exits).
     signal.signal(signal.SIGTERM, _exit_on_signal)
     read_url = args.read_url or os.environ.get(READ_URL_ENV)
+    # Both reach every process (the workers too) through the environment the store and the app read them from.
+    if args.admin is not None:
+        os.environ["SUBSTRATE_ADMIN"] = args.admin
+    if args.max_body is not None:
+        os.environ["SUBSTRATE_MAX_BODY"] = str(args.max_body)
     # Never echo a URL: it may carry a password.
     where = "the --url/$SUBSTRATE_DATABASE_URL database" if args.url or _env_url() else (args.root or ".substrate")
     extra = (", reads on the --read-url replica" if read_url else "") + (
@@ -64,6 +69,12 @@ def worker_app() -> Any:
     return create_app(
         lambda: open_store(args, create=True, read_url=options["read_url"]), background=options["background"]
     )
+
+
+def _bytes(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number of bytes, got {value!r}")
+    return int(value)
 
 
 def _workers(value: str) -> int:
@@ -203,6 +214,19 @@ def register(sub: Any) -> None:
         help="a PostgreSQL hot standby of the store's database: searches and item reads go there, writes to "
         "the primary, so a read may trail a write by the replica's lag (milliseconds; default: "
         "$SUBSTRATE_READ_URL)",
+    )
+    p.add_argument(
+        "--admin",
+        metavar="NAME",
+        help="the operator principal: administers public and every scope nobody owns (grants access and "
+        "approvers there, and may make others admins); default $SUBSTRATE_ADMIN, else nobody",
+    )
+    p.add_argument(
+        "--max-body",
+        type=_bytes,
+        metavar="BYTES",
+        help="the largest request body, and the longest line of an /v1/ingest upload, in bytes; a larger one is "
+        "answered 413 (default $SUBSTRATE_MAX_BODY, else 8388608: 8 MiB)",
     )
     p.set_defaults(handler=_serve)
 

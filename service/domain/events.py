@@ -14,6 +14,7 @@ __all__ = [
     "AccessGranted",
     "AccessRevoked",
     "ApproverGranted",
+    "ApproverRevoked",
     "DomainEvent",
     "EVENT_TYPES",
     "HASH_VERSION",
@@ -151,6 +152,13 @@ class ApproverGranted(DomainEvent):
     scope: str
     by: str
     bootstrap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ApproverRevoked(DomainEvent):
+    who: str
+    scope: str
+    by: str
 
 
 @dataclass(frozen=True, slots=True)

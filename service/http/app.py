@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, cast
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 
-from service.http import audit, ingest, items, search, share
+from service.http import admin, audit, ingest, items, search, share
 from service.http.auth import current_caller
 from service.http.docs import install_docs
-from service.http.errors import install_handlers, problem_response
+from service.http.edge import BodyLimit, log_paths_only, max_body_from_env
+from service.http.errors import RETRY_AFTER, install_handlers, problem_response
 from service.http.models import JSON_VALUE_SCHEMA, PROBLEM_RESPONSES, Health
 from service.search.upkeep import BackgroundRunner
 
@@ -34,12 +35,20 @@ never 403, so existence does not leak. Reads take `?as_of=<seq or ISO-8601 time>
 """
 
 
-def create_app(store: Substrate | Callable[[], Substrate], *, background: float | None = None) -> FastAPI:
+def create_app(
+    store: Substrate | Callable[[], Substrate], *, background: float | None = None, max_body: int | None = None
+) -> FastAPI:
     """The ASGI app over ``store`` (kept open by the caller), or over ``store()`` opened at startup and closed after.
 
-    ``background``: run a BackgroundRunner with this interval (seconds) while the app is up.
+    ``background``: run a BackgroundRunner with this interval (seconds) while the app is up. ``max_body``: the
+    largest request body in bytes (and the longest line of an upload; default $SUBSTRATE_MAX_BODY, else 8 MiB):
+    a larger one answers 413 before any work is done.
     """
     owned = callable(store) and not hasattr(store, "engine")
+    limit = max_body_from_env() if max_body is None else max_body
+    if limit < 1:
+        raise ValueError(f"max_body must be a positive number of bytes, got {limit}")
+    log_paths_only()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -59,6 +68,7 @@ def create_app(store: Substrate | Callable[[], Substrate], *, background: float 
     )
     if not owned:
         app.state.store = store
+    app.state.max_body = limit
     install_handlers(app)
     install_docs(app)
 
@@ -69,13 +79,14 @@ def create_app(store: Substrate | Callable[[], Substrate], *, background: float 
         return app.openapi_schema  # type: ignore[return-value]
 
     app.openapi = openapi  # type: ignore[method-assign]
+    app.add_middleware(BodyLimit, limit=limit, streamed=frozenset({"/v1/ingest"}))
 
     @app.get(
         "/healthz",
         response_model=Health,
         tags=["service"],
         summary="Liveness: is the database reachable",
-        responses={503: {**PROBLEM_RESPONSES[422], "description": "The database is unreachable"}},
+        responses={503: PROBLEM_RESPONSES[503]},
     )
     def healthz(request: Request) -> Any:
         """200 when the database answers; 503 otherwise. No token is needed, so it says nothing else (not even
@@ -85,10 +96,10 @@ def create_app(store: Substrate | Callable[[], Substrate], *, background: float 
             return Health(status="ok")
         except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "unhealthy"
             log.warning("health check failed: %s", exc)
-            return problem_response(503, "the database is unreachable")
+            return problem_response(503, "the database is unreachable", headers={"Retry-After": RETRY_AFTER})
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(current_caller)], responses=PROBLEM_RESPONSES)
-    for module in (items, search, share, ingest, audit):
+    for module in (items, search, share, ingest, audit, admin):
         v1.include_router(module.router)
     app.include_router(v1)
     return app

@@ -49,8 +49,9 @@ class Caller:
             raise forbidden(f"principal {self.name!r} may not write scope {scope!r}")
 
     def require_write(self, scope: str, what: str) -> None:
-        """403 when ``scope`` is readable but not writable; 404 when it is not even readable."""
-        if self.principal.can_write(scope):
+        """The write door's own check, asked before work that would only end at the door: 403 when ``scope`` is
+        readable but not writable; 404 when it is not even readable."""
+        if self.store.allows("write", scope):
             return
         if self.principal.can_read(scope):
             raise forbidden(f"principal {self.name!r} may read but not write scope {scope!r}")

@@ -7,11 +7,13 @@ import re
 from http import HTTPStatus
 from typing import Any
 
+import psycopg
 import psycopg.errors
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.domain.errors import (
@@ -23,9 +25,18 @@ from service.domain.errors import (
     SubstrateError,
 )
 
-__all__ = ["ProblemError", "bad_request", "forbidden", "install_handlers", "not_found", "problem_response"]
+__all__ = [
+    "RETRY_AFTER",
+    "ProblemError",
+    "bad_request",
+    "forbidden",
+    "install_handlers",
+    "not_found",
+    "problem_response",
+]
 
 PROBLEM = "application/problem+json"
+RETRY_AFTER = "5"  # seconds a client waits before retrying when the database cannot be reached
 log = logging.getLogger("substrate.http")
 
 
@@ -120,6 +131,11 @@ def install_handlers(app: FastAPI) -> None:
         reason = str(getattr(exc, "orig", exc)).splitlines()[0]
         return problem_response(422, f"a value in the request cannot be stored or compared: {reason}")
 
+    async def unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # The database is down, restarting or out of connections: the request did nothing; try again shortly.
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        return problem_response(503, "the database is unreachable; retry shortly", headers={"Retry-After": RETRY_AFTER})
+
     async def crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return problem_response(500, "internal error; the request was not completed (see the server log)")
@@ -143,4 +159,6 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RecursionError, status(422))
     app.add_exception_handler(DataError, data)  # type: ignore[arg-type]
     app.add_exception_handler(psycopg.errors.DataError, data)  # type: ignore[arg-type]  # the append path's own
+    for unreachable in (OperationalError, InterfaceError, DisconnectionError, PoolTimeout, psycopg.OperationalError):
+        app.add_exception_handler(unreachable, unavailable)
     app.add_exception_handler(Exception, crash)

@@ -21,7 +21,6 @@ from service.ingest.sources import IngestReceipt, document_shaped, ingest_docume
 __all__ = ["router"]
 
 LINES_PER_BATCH = 2000  # lines handed to the library per call (it appends them in one transaction per batch)
-MAX_LINE = 8 << 20  # a line longer than this is reported as failed, never buffered whole
 _SOURCE_PREFIX = "http:"
 
 router = APIRouter(tags=["ingest"])
@@ -111,6 +110,8 @@ async def ingest(
     src = _SOURCE_PREFIX + label
     if os.path.exists(src):
         raise ProblemError(422, f"source {label!r} is not usable as a label")
+    # The server's body limit (serve --max-body) bounds each line: a longer one is reported failed, never buffered.
+    max_line: int = request.app.state.max_body
     receipt = IngestReceipt()
     failed: list[dict[str, Any]] = []
     batch: list[tuple[int, bytes]] = []
@@ -127,19 +128,19 @@ async def ingest(
         pending = parts.pop()
         for part in parts:
             line += 1
-            if skipping:
-                failed.append({"source": src, "line": line, "reason": f"line longer than {MAX_LINE} bytes"})
+            if skipping or len(part.removesuffix(b"\r")) > max_line:
+                failed.append({"source": src, "line": line, "reason": f"line longer than {max_line} bytes"})
                 skipping = False
                 continue
             batch.append((line, part))
-        if len(pending) > MAX_LINE:
+        if len(pending) > max_line:
             pending, skipping = b"", True
         if len(batch) >= LINES_PER_BATCH:
             await flush()
     if pending or skipping:
         line += 1
-        if skipping:
-            failed.append({"source": src, "line": line, "reason": f"line longer than {MAX_LINE} bytes"})
+        if skipping or len(pending) > max_line:
+            failed.append({"source": src, "line": line, "reason": f"line longer than {max_line} bytes"})
         else:
             batch.append((line, pending))
     await flush()

@@ -1,4 +1,5 @@
-"""The HTTP edge's request and response models (Pydantic lives here and nowhere else in the service)."""
+"""The HTTP edge's request and response models (Pydantic lives here, in service.http.adminmodels for the
+administration routes, and nowhere else in the service)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "In",
     "JSON_VALUE_SCHEMA",
     "NO_NUL",
     "AnswerOut",
@@ -132,9 +134,14 @@ JsonObject = Annotated[
 ]
 
 
-class _In(BaseModel):
+class In(BaseModel):
+    """A request body: unknown fields are refused (422), never ignored."""
+
     # strict: a JSON true is not the number 1, 2.0 is not the count 2, a number is not a string.
     model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+
+
+_In = In
 
 
 class Problem(BaseModel):
@@ -156,7 +163,9 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _problem("The scope is readable but not writable by this principal"),
     404: _problem("No such item (or not in a scope this principal may read)"),
     409: _problem("A concurrent writer won, nothing is pending, or the stored state does not allow it"),
+    413: _problem("The request body is larger than the server's limit (serve --max-body)"),
     422: _problem("Invalid input (the detail names the field and the reason)"),
+    503: _problem("The database is unreachable; retry after the Retry-After header's seconds"),
 }
 
 

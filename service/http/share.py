@@ -37,7 +37,8 @@ def _seq(caller: Caller) -> int:
 
 @router.post("/publish", response_model=PublishOut, summary="Share items into another scope")
 def publish_items(caller: CallerDep, body: PublishIn) -> PublishOut:
-    """Publish readable items into ``to`` (write access to ``to`` required); unreadable or missing ids are skipped."""
+    """Publish items into ``to`` (write access to ``to`` required); items the caller may not move (it must write
+    their scope: publishing takes them out of it), unreadable and missing ids are skipped."""
     caller.require_write_target(body.to)
     if body.from_scope is not None:
         caller.require_read(body.from_scope, f"scope {body.from_scope!r}")
@@ -139,7 +140,7 @@ def assimilate_evidence(caller: CallerDep, body: AssimilateIn) -> BeliefOut:
     scope = body.scope if body.scope is not None else caller.name
     if not scope.strip():
         raise ProblemError(422, "scope must be a non-empty string")
-    caller.require_write_target(scope)
+    caller.require_write_target(scope)  # (before resolving any evidence; the door checks again)
     entries = [e.model_dump(exclude_none=True) for e in body.evidence]
     belief = assimilate(caller.store, body.claim, entries, scope=scope, policy=stored_policy(caller.live, live=True))
     return BeliefOut(**belief.as_dict(), seq=_seq(caller))

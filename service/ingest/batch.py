@@ -1,9 +1,11 @@
 """The bulk writer behind every ingest function, and the IngestReceipt it fills.
 
-Rows are prepared (validated, secret-guarded, normalized by ``store._prepare``) one at a time; a row that fails
-is recorded on the receipt with its 1-based line and reason, never raised (MXR-080-0269). Prepared rows are
-appended ``BATCH_SIZE`` at a time, one transaction per batch, through a BulkAppender: the database writes batch k
-while this thread parses, guards and stamps batch k+1. A batch counts on the receipt once it is committed.
+Rows are prepared (validated and normalized by ``store.event_item``) one at a time; a row that fails is recorded
+on the receipt with its 1-based line and reason, never raised (MXR-080-0269). Prepared rows are appended
+``BATCH_SIZE`` at a time, one transaction per batch, through the store's write door for batches
+(``store.bulk_appender``): every row is secret-guarded there, a row the guard refuses is recorded like any failed
+row, and the database writes batch k while this thread parses, checks and stamps batch k+1. A batch counts on the
+receipt once it is committed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from sqlalchemy import text
 from projections.bulkwork import bulk_work
 from service.domain.events import ItemPut, NewEvent, StoredEvent
 from service.domain.items import SubstrateItem
+from service.guard.events import guard_event
 from service.store.bulk_append import BulkAppender
+from service.store.database import reader
 from service.store.statistics import refresh_statistics
 
 __all__ = ["BATCH_SIZE", "BatchWriter", "IngestFailure", "IngestReceipt", "Progress", "same_content", "stable_id"]
@@ -150,12 +154,15 @@ class BatchWriter:
         self.store, self.scope, self.source, self.progress = store, scope, source, progress
         self.receipt = IngestReceipt()
         self._pending: list[dict[str, Any]] = []
+        self._where: list[tuple[int | None, str | None]] = []  # each pending row's line and source, for failures
         self._rows = 0
         self._appender: BulkAppender | None = None
         self._last_ids: set[str] = set()  # the batch last handed over (maybe not committed yet)
         self._revisions: dict[str, int] = {}  # the revision this ingest last gave each id
         self._bulk = ExitStack()
         self._held: list[list[str]] = []  # unchanged batches waiting for the batch in flight to be counted
+        # The batch being submitted (rows, their lines, all its ids, the ids it writes): for the door's refusals.
+        self._batch: tuple[list[dict[str, Any]], list[Any], list[str], list[str]] = ([], [], [], [])
         self._uncounted = 0  # batches handed to the appender and not yet counted on the receipt
 
     def fail(self, line: int | None, reason: str, source: str | None = None) -> None:
@@ -172,10 +179,11 @@ class BatchWriter:
     ) -> None:
         try:
             item = build(stable_id(self.scope, source or self.source, position))
-            self._pending.append(self.store._prepare(item, None, fresh=True))  # validated by its constructor
-        except (ValueError, TypeError, RecursionError) as exc:  # includes SecretPolicyError and InvalidArgument
+            self._pending.append(self.store.event_item(item, fresh=True))  # validated by its constructor
+        except (ValueError, TypeError, RecursionError) as exc:  # includes InvalidArgument
             self.fail(line, str(exc) or type(exc).__name__, where or source)
             return
+        self._where.append((line, where or source))
         if len(self._pending) >= BATCH_SIZE:
             self.flush()
         self._tick()
@@ -187,20 +195,22 @@ class BatchWriter:
 
     def flush(self) -> None:
         batch, self._pending = self._pending, []
+        where, self._where = self._where, []
         if batch:
-            self._write(batch)
+            self._write(batch, where)
 
-    def _write(self, batch: list[dict[str, Any]]) -> None:
+    def _write(self, batch: list[dict[str, Any]], where: list[tuple[int | None, str | None]]) -> None:
         ids = [d["id"] for d in batch]
-        with self.store._reads.connect() as c:
+        with reader(self.store.engine).connect() as c:
             rows = c.execute(_STATE, {"ids": list(dict.fromkeys(ids))}).all()
         in_flight = self._last_ids.intersection(ids)  # written by the batch in flight: not in `items` yet
         stored = {r[0]: r[4] for r in rows if r[2] and r[0] not in in_flight}
         # Idempotent: a row whose content is stored as it is appends nothing (it is counted as unchanged).
-        unchanged = [d["id"] for d in batch if d["id"] in stored and same_content(d, stored[d["id"]])]
+        unchanged = [d["id"] for d in batch if d["id"] in stored and self._stored_as_is(d, stored[d["id"]])]
         every = ids
         if unchanged:
             skip = set(unchanged)
+            where = [w for d, w in zip(batch, where, strict=True) if d["id"] not in skip]
             batch = [d for d in batch if d["id"] not in skip]
             ids = [d["id"] for d in batch]
             if not batch:  # counted after the batch in flight, if any, so the receipt keeps the rows' order
@@ -217,14 +227,42 @@ class BatchWriter:
         for d in batch:
             d["provenance"]["revision"] = self._revision(d["id"], d["id"] in existing, recorded.get(d["id"]))
         if self._appender is None:
-            self.store._writable()
-            self._appender = BulkAppender(self.store.events, self.store.principal, self._written)
+            self._appender = self.store.bulk_appender(self._written, on_refused=self._refused)
         self._uncounted += 1
+        every = list(every)
+        self._batch = (batch, where, every, ids)
         self._appender.submit(
             [NewEvent(stream=d["id"], event=ItemPut(item=d), scope=d["scope"], normalized=True) for d in batch],
             (every, ids, existing, unchanged),
             versions=versions,
         )
+        if not ids:  # the door refused every row of the batch: nothing was handed over (what is left is unchanged)
+            self._uncounted -= 1
+            if self._uncounted:
+                self._held.append(every)
+            else:
+                self._count(every, [], set(), unchanged)
+
+    def _refused(self, index: int, exc: Exception) -> None:
+        """The write door refused row ``index`` of the batch being submitted (its secret guard): a failed row."""
+        batch, where, every, ids = self._batch
+        line, source = where[index]
+        self.receipt.failed.append(IngestFailure(source=source or self.source, line=line, reason=str(exc)))
+        item_id = batch[index]["id"]
+        ids.remove(item_id)
+        every.remove(item_id)
+
+    def _stored_as_is(self, row: dict[str, Any], stored: dict[str, Any]) -> bool:
+        """Whether ``row`` says what its stored item says, once secret-guarded as the write door will guard it (a
+        row holding a secret differs from its stored, masked self only by that secret)."""
+        if same_content(row, stored):
+            return True
+        event = NewEvent(stream=row["id"], event=ItemPut(item=row), scope=row["scope"], normalized=True)
+        try:
+            guarded = guard_event(event, self.store.secret_policy).event.to_data()["item"]
+        except ValueError:  # refused: the door will refuse it too, and report it
+            return False
+        return same_content(guarded, stored)
 
     def _revision(self, item_id: str, exists: bool, recorded: Any) -> int:
         """The ingest revision of this write of ``item_id``: 1 for a new item, else the last one plus 1 (an item

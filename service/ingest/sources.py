@@ -6,7 +6,8 @@ Re-ingesting the same source into the same scope therefore reuses the same ids a
 instead of duplicating them. The scope is part of the key so that ingesting a same-named source into another
 scope can never overwrite (and silently move) items across a scope boundary.
 
-Bulk path (service.ingest.batch): every row is parsed, validated and secret-guarded first (``store._prepare``);
+Bulk path (service.ingest.batch): every row is parsed and validated first (``store.event_item``), then
+secret-guarded by the store's write door;
 rows that fail are reported on ``IngestReceipt.failed`` with their 1-based line and reason (MXR-080-0269); the
 rest are appended in one transaction per batch of ``BATCH_SIZE`` (the event store COPYs them), never one per
 item. Inputs are streamed, so memory stays flat however large the file.

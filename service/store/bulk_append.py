@@ -37,9 +37,16 @@ class BulkAppender:
     """Appends batches of events in order, overlapping the database's work with the caller's (see module doc)."""
 
     def __init__(
-        self, store: EventStore, principal: str, on_written: Callable[[Sequence[StoredEvent], Any], None]
+        self,
+        store: EventStore,
+        principal: str,
+        on_written: Callable[[Sequence[StoredEvent], Any], None],
+        *,
+        check: Callable[[Sequence[NewEvent]], list[NewEvent]] | None = None,
     ) -> None:
         self.store, self.principal, self.on_written = store, principal, on_written
+        # The write door's checks (service.substrate.Substrate.bulk_appender): each batch passes them first.
+        self.check = check
         self._pool: ThreadPoolExecutor | None = None
         self._inflight: tuple[_Batch, Future[list[StoredEvent] | None]] | None = None
         # Where the next batch is stamped from, and the versions the batch in flight gives its streams.
@@ -52,10 +59,13 @@ class BulkAppender:
     def submit(
         self, events: Sequence[NewEvent], context: Any = None, *, versions: dict[str, int] | None = None
     ) -> None:
-        """Stamp ``events`` (while the previous batch is being written), then hand them to the writer.
+        """Check ``events`` (the door's checks, when given), stamp them (while the previous batch is being written),
+        then hand them to the writer.
 
         ``versions``: the committed versions of the events' streams, when the caller has just read them anyway.
         """
+        if self.check is not None and events:
+            events = self.check(events)
         if not events:
             return
         batch = _Batch(events, context, versions)

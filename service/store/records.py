@@ -40,7 +40,7 @@ _SHARE_HISTORY = (
 )
 _REVISION = "SELECT doc::text FROM revisions WHERE digest = :d AND " + _UPTO.format(seq="seq")
 _APPROVERS = (
-    "SELECT a.who, a.scope, a.by, a.bootstrap, extract(epoch FROM e.recorded_at)::float8 "
+    "SELECT a.who, a.scope, a.by, a.bootstrap, extract(epoch FROM e.recorded_at)::float8, a.revoked "
     "FROM approvers a JOIN public.events e ON e.seq = a.seq WHERE " + _UPTO.format(seq="a.seq") + " ORDER BY a.seq"
 )
 _PROPOSALS = "SELECT entry::text, seq, item_digest FROM proposals WHERE item_id = :id AND " + _UPTO.format(seq="seq")
@@ -92,7 +92,7 @@ def revision_doc(c: Connection, digest: str, at: int | None = None) -> str | Non
 
 
 def approvers(c: Connection, at: int | None = None) -> Sequence[Any]:
-    """Every approver grant (who, scope, by, bootstrap, granted_at epoch) in log order."""
+    """Every approver grant and revocation (who, scope, by, bootstrap, granted_at epoch, revoked) in log order."""
     return c.execute(_sql(_APPROVERS), {"at": at}).all()
 
 

@@ -1,4 +1,8 @@
-"""The access-policy decision point (MXR-080-0264): in memory, or persisted as AccessGranted/AccessRevoked events."""
+"""The access-policy decision point (MXR-080-0264): in memory, or persisted as AccessGranted/AccessRevoked events.
+
+The rules themselves are service.domain.policy's, which the write door applies too: an AccessPolicy, a Space, the
+HTTP layer and a principal-bound handle decide the same way.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from service.domain import policy as rules
 from service.domain.errors import AccessDeniedError, ConcurrencyError, ReadOnlyError
-from service.domain.events import AccessGranted, AccessRevoked, NewEvent, StoredEvent
+from service.domain.events import AccessGranted, AccessRevoked, NewEvent
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
 from service.store import records
@@ -24,14 +29,17 @@ __all__ = [
     "AccessDeniedError",
     "AccessPolicy",
     "grant_access",
+    "list_access",
+    "require_principal",
     "revoke_access",
     "stored_policy",
     "visible_scopes",
 ]
 
-PUBLIC = "public"
-# The modes an AccessGranted event may carry; "readwrite" is the persisted form of AccessPolicy.grant().
-ACCESS_MODES = ("read", "write", "readwrite")
+PUBLIC = rules.PUBLIC
+# The modes an AccessGranted event may carry; "readwrite" is the persisted form of AccessPolicy.grant(), "admin"
+# makes the principal an administrator of the scope (it also reads and writes it).
+ACCESS_MODES = ("read", "write", "readwrite", "admin")
 
 
 def _absent(name: Any) -> bool:
@@ -39,7 +47,7 @@ def _absent(name: Any) -> bool:
     return name is None or (isinstance(name, str) and not name.strip())
 
 
-def _require_principal(by: Any, scope: str, mode: str, *, name: str = "by", detail: str = "") -> str:
+def require_principal(by: Any, scope: str, mode: str, *, name: str = "by", detail: str = "") -> str:
     """``by`` as an acting principal: an empty or missing one is refused (AccessDeniedError), a non-string is invalid."""
     if _absent(by):
         raise AccessDeniedError(by, scope, mode, detail)
@@ -48,11 +56,6 @@ def _require_principal(by: Any, scope: str, mode: str, *, name: str = "by", deta
 
 def _names(principal: Any, scope: Any) -> tuple[str, str]:
     return require_name(principal, "principal"), require_name(scope, "scope")
-
-
-def _intrinsic(principal: str, scope: str) -> bool:
-    # A principal's home scope (its own name) and the PUBLIC commons are never grant-dependent.
-    return scope == principal or scope == PUBLIC
 
 
 @dataclass
@@ -95,7 +98,7 @@ class AccessPolicy:
         if _absent(principal) or _absent(scope):
             return False
         p, s = _names(principal, scope)
-        return _intrinsic(p, s) or self._granted(p, s, mode)
+        return rules.intrinsic(p, s) or self._granted(p, s, mode)
 
     def can_read(self, principal: str, scope: str) -> bool:
         """Whether principal may read items in scope (never an empty or missing principal)."""
@@ -133,14 +136,6 @@ def _acl_stream(scope: str) -> str:
     return f"acl:{scope}"
 
 
-def _append_as(store: Substrate, events: Sequence[NewEvent], principal: str) -> list[StoredEvent]:
-    """Append in one transaction, recording ``principal`` (the acting ``by``) as the events' who."""
-    stored = store.events.append(events, principal)
-    if stored:
-        store.position = stored[-1].seq
-    return stored
-
-
 class _LivePolicy(AccessPolicy):
     """A read-only view of the persisted grants, re-read at every decision (revocations apply at once)."""
 
@@ -158,7 +153,7 @@ class _LivePolicy(AccessPolicy):
         if _absent(principal):
             return set()
         p = require_name(principal, "principal")
-        out = {s for s in wanted if _intrinsic(p, require_name(s, "scope"))}
+        out = {s for s in wanted if rules.intrinsic(p, require_name(s, "scope"))}
         with reader(self._store.engine).connect() as c:
             out.update(records.granted_readable(c, p, sorted(wanted - out), self._store.as_of_seq))
         return out
@@ -187,12 +182,16 @@ def stored_policy(store: Substrate, *, live: bool = False) -> AccessPolicy:
 
 
 def _may_administer(store: Substrate, by: str, scope: str) -> bool:
-    # Whoever may write a scope (its home owner, or a holder of a write grant) may open or close it to others.
+    # The spec's rule, kept on a trusted store: whoever may write a scope may open or close it to others. A bound
+    # handle asks the write door's rule instead (administrators only: service.domain.policy), as the door will.
+    if store.restricted:
+        return store.allows("administer", scope)
     return _LivePolicy(store).can_write(by, scope)
 
 
 def grant_access(store: Substrate, principal: str, scope: str, mode: str = "readwrite", *, by: str) -> int:
-    """Persist a grant as an AccessGranted event (``by`` must be able to write ``scope``); returns its log position."""
+    """Persist a grant as an AccessGranted event (``by`` must be able to write ``scope``; on a handle bound to a
+    principal, administer it); returns its log position."""
     p, s = _names(principal, scope)
     by = require_name(by, "by")
     if mode not in ACCESS_MODES:
@@ -200,12 +199,12 @@ def grant_access(store: Substrate, principal: str, scope: str, mode: str = "read
     for _ in retries():
         version = store.events.stream_version(_acl_stream(s))
         if not _may_administer(store, by, s):
-            raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may grant access to it")
+            raise AccessDeniedError(by, s, *_refusal(store, "grant"))
         event = NewEvent(
             _acl_stream(s), AccessGranted(principal=p, scope=s, mode=mode), scope=s, expected_version=version
         )
         try:
-            return _append_as(store, [event], by)[0].seq
+            return store.append([event], by=by)[0].seq
         except ConcurrencyError:
             continue
     raise ConcurrencyError(_acl_stream(s), -1, f"grant on {s!r} kept colliding with other writers; gave up")
@@ -218,15 +217,41 @@ def revoke_access(store: Substrate, principal: str, scope: str, *, by: str) -> b
     for _ in retries():
         version = store.events.stream_version(_acl_stream(s))
         if by != p and not _may_administer(store, by, s):
-            raise AccessDeniedError(by, s, "write", "only a principal that may write a scope may revoke access to it")
+            raise AccessDeniedError(by, s, *_refusal(store, "revoke"))
         with store.engine.connect() as c:
             held = c.execute(text("SELECT 1 FROM grants WHERE principal = :p AND scope = :s"), {"p": p, "s": s}).first()
         if held is None:
             return False
         event = NewEvent(_acl_stream(s), AccessRevoked(principal=p, scope=s), scope=s, expected_version=version)
         try:
-            _append_as(store, [event], by)
+            store.append([event], by=by)
             return True
         except ConcurrencyError:
             continue
     raise ConcurrencyError(_acl_stream(s), -1, f"revoke on {s!r} kept colliding with other writers; gave up")
+
+
+def _refusal(store: Substrate, what: str) -> tuple[str, str]:
+    if store.restricted:
+        return "administer", f"only an administrator of a scope may {what} access to it"
+    return "write", f"only a principal that may write a scope may {what} access to it"
+
+
+def list_access(store: Substrate, *, scope: str | None = None) -> list[dict[str, Any]]:
+    """The persisted grants (optionally on one scope): ``{principal, scope, mode, seq}``, by scope then principal;
+    ``mode`` is "admin", "readwrite", "read" or "write"."""
+    if scope is not None:
+        require_name(scope, "scope")
+    sql = text(
+        "SELECT principal, scope, can_read, can_write, can_admin, seq FROM grants "
+        "WHERE CAST(:s AS text) IS NULL OR scope = :s ORDER BY scope, principal"
+    )
+    with reader(store.engine).connect() as c:
+        rows = c.execute(sql, {"s": scope}).all()
+    return [{"principal": p, "scope": s, "mode": _mode(r, w, a), "seq": int(n)} for p, s, r, w, a, n in rows]
+
+
+def _mode(read: bool, write: bool, admin: bool) -> str:
+    if admin:
+        return "admin"
+    return "readwrite" if read and write else ("read" if read else "write")

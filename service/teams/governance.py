@@ -1,18 +1,16 @@
-"""Promotion governance: who may approve into which scope, and the append-only proposal history (MXR-080-1883)."""
+"""Promotion governance: the append-only proposal history, and its decisions by the approvers of the target scope
+(MXR-080-1883; who approves where is service.teams.approvers')."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from projections import loads
 from service.domain.errors import ApprovalRedirectError, ConcurrencyError, GovernanceAuthorizationError
 from service.domain.events import (
-    ApproverGranted,
     ItemPublished,
     NewEvent,
     PromotionApproved,
@@ -23,8 +21,8 @@ from service.domain.items import SubstrateItem
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
 from service.store import records
-from service.teams.access import _append_as
-from service.teams.sharing import _ids, _Live, _live, _principal, published_state
+from service.teams.approvers import Governance, grant_approver, list_approvers, revoke_approver, stored_governance
+from service.teams.sharing import LiveItem, acting_principal, item_ids, live_items, published_state
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
@@ -40,10 +38,12 @@ __all__ = [
     "approve",
     "authorization_decision",
     "grant_approver",
+    "list_approvers",
     "pending",
     "proposal_history",
     "propose",
     "reject",
+    "revoke_approver",
     "stored_governance",
 ]
 
@@ -51,79 +51,6 @@ __all__ = [
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
 PROPOSAL_HISTORY = "proposal_history"  # the provenance key mirroring the item's proposal history
 PROPOSAL = "proposal"  # the provenance key holding its latest record
-
-
-@dataclass
-class Governance:
-    """Who may approve promotions into which scope: a read-only ACL whose only way in is the audited grant()."""
-
-    _approvers: dict[str, set[str]] = field(default_factory=dict)
-    _grants: list[dict[str, Any]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        # Own copies: a caller keeping a reference to what it passed in cannot edit the ACL or its trail.
-        self._approvers = {
-            require_name(s, "scope"): {require_name(w, "approver") for w in ws}
-            for s, ws in dict(self._approvers).items()
-        }
-        self._grants = [dict(g) for g in self._grants]
-
-    @property
-    def approvers(self) -> Mapping[str, frozenset[str]]:
-        """The live ACL, as a read-only view."""
-        return MappingProxyType({s: frozenset(ws) for s, ws in self._approvers.items()})
-
-    @property
-    def grants(self) -> tuple[Mapping[str, Any], ...]:
-        """The append-only grant audit trail (who, scope, by, bootstrap, granted_at), as a read-only view."""
-        return tuple(MappingProxyType(dict(g)) for g in self._grants)
-
-    def may_approve(self, who: str, scope: str) -> bool:
-        """Return whether who is allowed to approve (or reject) promotion into scope."""
-        return require_name(who, "who") in self._approvers.get(require_name(scope, "scope"), ())
-
-    def _check_grant(self, who: Any, scope: Any, by: Any) -> dict[str, Any]:
-        who, scope, by = require_name(who, "who"), require_name(scope, "scope"), _principal(by)
-        owners = self._approvers.get(scope)
-        if owners and by not in owners:
-            raise GovernanceAuthorizationError(by, scope, "grant approvers", "only an existing approver may")
-        # An unowned scope may be claimed by anyone: recorded as a bootstrap, never passed off as authorized.
-        return {"who": who, "scope": scope, "by": by, "bootstrap": not owners}
-
-    def _record(self, entry: Mapping[str, Any]) -> None:
-        self._approvers.setdefault(entry["scope"], set()).add(entry["who"])
-        self._grants.append(dict(entry))
-
-    def grant(self, who: str, scope: str, *, by: str) -> Governance:
-        """Add who as an approver for scope (chainable): audited (with its time), and only by an existing approver
-        once owned."""
-        self._record({**self._check_grant(who, scope, by), "granted_at": time.time()})
-        return self
-
-
-def stored_governance(store: Substrate) -> Governance:
-    """The governance state rebuilt from the ApproverGranted events (via the ``approvers`` read model)."""
-    gov = Governance()
-    with store.engine.connect() as c:
-        for who, scope, by, bootstrap, at in records.approvers(c, store.as_of_seq):
-            gov._record({"who": who, "scope": scope, "by": by, "bootstrap": bool(bootstrap), "granted_at": at})
-    return gov
-
-
-def grant_approver(store: Substrate, who: str, scope: str, *, by: str) -> int:
-    """Persist an approver grant (gated like Governance.grant) as an ApproverGranted event; returns its position."""
-    scope = require_name(scope, "scope")
-    stream = f"governance:{scope}"
-    for _ in retries():
-        version = store.events.stream_version(stream)
-        entry = stored_governance(store)._check_grant(who, scope, by)
-        try:
-            return _append_as(
-                store, [NewEvent(stream, ApproverGranted(**entry), scope=scope, expected_version=version)], entry["by"]
-            )[0].seq
-        except ConcurrencyError:
-            continue  # e.g. two bootstraps racing: the loser is re-checked against the winner's grant
-    raise ConcurrencyError(stream, -1, f"approver grant on {scope!r} kept colliding; gave up")
 
 
 # ------------------------------------------------------------------ proposals
@@ -134,9 +61,9 @@ def proposal_history(substrate: Substrate, item_id: str) -> list[dict[str, Any]]
         return [{**loads(e), "seq": int(s)} for e, s, _ in records.proposal_entries(c, item_id, substrate.as_of_seq)]
 
 
-def _open(substrate: Substrate, item_id: str) -> tuple[_Live, dict[str, Any], list[dict[str, Any]]] | None:
+def _open(substrate: Substrate, item_id: str) -> tuple[LiveItem, dict[str, Any], list[dict[str, Any]]] | None:
     """The live item, its pending entry and full history, or None when nothing is pending."""
-    live = _live(substrate, [item_id]).get(item_id)
+    live = live_items(substrate, [item_id]).get(item_id)
     if live is None:
         return None
     entries = proposal_history(substrate, item_id)
@@ -171,20 +98,20 @@ def _with_history(item: SubstrateItem | dict[str, Any], entries: list[dict[str, 
 
 def propose(substrate: Substrate, ids: Sequence[str], *, to: str, by: str) -> list[str]:
     """Mark items as pending promotion to ``to`` (not yet visible there); items already pending are skipped."""
-    to, by, wanted = require_name(to, "to"), _principal(by), _ids(ids)
+    to, by, wanted = require_name(to, "to"), acting_principal(by), item_ids(ids)
     done = []
     for item_id in wanted:
         for _ in retries():
-            live = _live(substrate, [item_id]).get(item_id)
+            live = live_items(substrate, [item_id]).get(item_id)
             entries = proposal_history(substrate, item_id) if live is not None else []
             if live is None or (entries and entries[-1]["status"] == PENDING):
                 break
             entry = {"status": PENDING, "to": to, "from": live.item.scope, "by": by}
-            item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
+            item = substrate.event_item(_with_history(live.item, [*entries, entry]), fresh=True)
             event = PromotionProposed(item=item, entry=entry)
             try:
-                _append_as(
-                    substrate, [NewEvent(item_id, event, scope=live.item.scope, expected_version=live.version)], by
+                substrate.append(
+                    [NewEvent(item_id, event, scope=live.item.scope, expected_version=live.version)], by=by
                 )
             except ConcurrencyError:
                 continue
@@ -201,7 +128,7 @@ def _require_governance(governance: Any) -> Governance:
 
 def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governance, to: str | None = None) -> bool:
     """Publish a pending item into its proposed scope iff ``by`` may approve there; False when nothing is pending."""
-    by, gov = _principal(by), _require_governance(governance)
+    by, gov = acting_principal(by), _require_governance(governance)
     for _ in retries():
         state = _open(substrate, require_name(item_id, "item_id"))
         if state is None:
@@ -213,7 +140,7 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
         if not gov.may_approve(by, target):
             raise GovernanceAuthorizationError(by, target, "approve promotion", f"item {item_id!r}")
         published, share = published_state(live, target, by, via="promotion")
-        published = substrate._prepare(SubstrateItem(**published), None)
+        published = substrate.event_item(SubstrateItem(**published), fresh=True)
         entry = {
             "status": APPROVED,
             "to": target,
@@ -222,13 +149,13 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
             "proposer": pending_entry["by"],
             "decides": pending_entry["seq"],
         }
-        final = substrate._prepare(_with_history(published, [*entries, entry]), None)
+        final = substrate.event_item(_with_history(published, [*entries, entry]), fresh=True)
         events = [
             NewEvent(item_id, ItemPublished(item=published, entry=share), scope=target, expected_version=live.version),
             NewEvent(item_id, PromotionApproved(item=final, entry=entry), scope=target),
         ]
         try:
-            _append_as(substrate, events, by)
+            substrate.append(events, by=by)
         except ConcurrencyError:
             continue
         return True
@@ -237,7 +164,7 @@ def approve(substrate: Substrate, item_id: str, *, by: str, governance: Governan
 
 def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governance, reason: str = "") -> bool:
     """Refuse a pending promotion (by its proposer or an approver of the target); False when nothing is pending."""
-    by, gov = _principal(by), _require_governance(governance)
+    by, gov = acting_principal(by), _require_governance(governance)
     if not isinstance(reason, str):
         raise InvalidArgument(f"reason must be a string, got {type(reason).__name__}")
     for _ in retries():
@@ -258,12 +185,12 @@ def reject(substrate: Substrate, item_id: str, *, by: str, governance: Governanc
             "withdrawn": by == proposer,
             "decides": pending_entry["seq"],
         }
-        item = substrate._prepare(_with_history(live.item, [*entries, entry]), None)
+        item = substrate.event_item(_with_history(live.item, [*entries, entry]), fresh=True)
         event = NewEvent(
             item_id, PromotionRejected(item=item, entry=entry), scope=live.item.scope, expected_version=live.version
         )
         try:
-            _append_as(substrate, [event], by)
+            substrate.append([event], by=by)
         except ConcurrencyError:
             continue
         return True

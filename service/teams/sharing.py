@@ -17,12 +17,24 @@ from service.domain.items import SubstrateItem
 from service.domain.retry import retries
 from service.domain.validation import InvalidArgument, require_name
 from service.store import records
-from service.teams.access import PUBLIC, AccessPolicy, _append_as, _require_principal
+from service.teams.access import PUBLIC, AccessPolicy, require_principal
 
 if TYPE_CHECKING:
     from service.substrate import Substrate
 
-__all__ = ["MergeStrategy", "history", "merge_versions", "publish", "revision", "version_of"]
+__all__ = [
+    "LiveItem",
+    "MergeStrategy",
+    "acting_principal",
+    "history",
+    "item_ids",
+    "live_items",
+    "merge_versions",
+    "publish",
+    "published_state",
+    "revision",
+    "version_of",
+]
 
 # Where an item's share version lives (a dedicated key: a caller's own provenance "version" is left alone).
 SHARE_VERSION = "share_version"
@@ -41,27 +53,30 @@ class MergeStrategy(StrEnum):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Live:
+class LiveItem:
+    """A live item as a command sees it before deciding: its state, that state's digest and its stream version."""
+
     item: SubstrateItem
     digest: str  # the content address of this exact state (resolvable with revision())
     version: int  # the item stream's version, for the optimistic check
 
 
-def _live(store: Substrate, ids: Sequence[str]) -> dict[str, _Live]:
+def live_items(store: Substrate, ids: Sequence[str]) -> dict[str, LiveItem]:
     """The live rows of ``ids`` in one query."""
     sql = text("SELECT id, doc::text, digest, version FROM items WHERE id = ANY(CAST(:ids AS text[]))")
     with store.engine.connect() as c:
         rows = c.execute(sql, {"ids": list(ids)}).all()
-    return {r[0]: _Live(SubstrateItem(**loads(r[1])), r[2], int(r[3])) for r in rows}
+    return {r[0]: LiveItem(SubstrateItem(**loads(r[1])), r[2], int(r[3])) for r in rows}
 
 
-def _ids(ids: Any) -> list[str]:
+def item_ids(ids: Any) -> list[str]:
+    """``ids`` as a list of distinct item ids, in order (a single string is refused: it is not a list of ids)."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, set, frozenset)):
         raise InvalidArgument(f"ids must be a list of item ids, got {type(ids).__name__}")
     return list(dict.fromkeys(require_name(i, "item id") for i in ids))
 
 
-def _principal(by: Any, name: str = "by") -> str:
+def acting_principal(by: Any, name: str = "by") -> str:
     """``by`` if it is a non-blank string, else InvalidArgument (governance's check; sharing refuses via access)."""
     if not isinstance(by, str) or not by.strip():
         raise InvalidArgument(f"{name} must be a non-empty, authenticated principal, got {by!r}")
@@ -75,7 +90,7 @@ def version_of(item: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def published_state(live: _Live, to: str, by: str, **entry_extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def published_state(live: LiveItem, to: str, by: str, **entry_extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The item re-scoped into ``to`` with a bumped share version, and its history entry (pure)."""
     item = live.item
     version = version_of(item) + 1
@@ -116,36 +131,41 @@ def publish(
 ) -> list[str]:
     """Share items into ``to`` (MXR-080-0264/0265): write on ``to`` checked up front, read per item; one append."""
     to = require_name(to, "to")
-    by = _require_principal(by, to, "write", detail="pass by=<principal>")
-    wanted = _ids(ids)
+    by = require_principal(by, to, "write", detail="pass by=<principal>")
+    wanted = item_ids(ids)
     if from_scope is not None:
         require_name(from_scope, "from_scope")
     policy = AccessPolicy() if policy is None else policy
     policy.require_write(by, to)
     for _ in retries():
-        live = _live(substrate, wanted)
+        live = live_items(substrate, wanted)
         # One decision for the distinct source scopes (one query even for a live stored policy).
-        readable = policy.readable(by, {row.item.scope for row in live.values()})
+        sources = {row.item.scope for row in live.values()}
+        readable = policy.readable(by, sources)
+        # Publishing takes an item out of its scope: on a principal-bound handle that needs write there too (the
+        # write door's rule); a trusted store keeps the spec's read check alone.
+        movable = {s for s in sources if substrate.allows("write", s)}
         events, done = [], []
         for item_id in wanted:
             row = live.get(item_id)
             # Skipped, not fatal: missing ids, a from_scope mismatch, and items `by` may not read.
             if row is None or (from_scope is not None and row.item.scope != from_scope):
                 continue
-            if row.item.scope not in readable:
+            if row.item.scope not in readable or row.item.scope not in movable:
                 continue
             data, entry = published_state(row, to, by)
             events.append(
                 NewEvent(
                     item_id,
-                    ItemPublished(item=substrate._prepare(SubstrateItem(**data), None), entry=entry),
+                    ItemPublished(item=substrate.event_item(SubstrateItem(**data), fresh=True), entry=entry),
                     scope=to,
                     expected_version=row.version,
                 )
             )
             done.append(item_id)
         try:
-            _append_as(substrate, events, by)
+            if events:
+                substrate.append(events, by=by)
         except ConcurrencyError:
             continue
         return done
@@ -156,7 +176,7 @@ def _union(*lists: Sequence[str], drop: frozenset[str] | set[str] = frozenset())
     return [x for x in dict.fromkeys(x for xs in lists for x in xs) if x not in drop]
 
 
-def _merged(keep: _Live, other: _Live, by: str, prefer: MergeStrategy) -> tuple[dict[str, Any], dict[str, Any]]:
+def _merged(keep: LiveItem, other: LiveItem, by: str, prefer: MergeStrategy) -> tuple[dict[str, Any], dict[str, Any]]:
     k, o = keep.item, other.item
     vk, vo = version_of(k), version_of(o)
     winner = o if prefer is MergeStrategy.LATEST and vo > vk else k
@@ -215,7 +235,7 @@ def _check_merge(
     Authorization (a principal with write on both scopes) comes before any argument check, so a caller without
     standing learns nothing more than AccessDeniedError; then kind, then ``prefer``, then ``confirm``.
     """
-    by = _require_principal(by, keep.scope, "write", detail="pass by=<principal>")
+    by = require_principal(by, keep.scope, "write", detail="pass by=<principal>")
     policy.require_write(by, keep.scope)
     policy.require_write(by, other.scope)
     if keep.id == other.id:
@@ -245,7 +265,7 @@ def merge_versions(
     keep_id, other_id = require_name(keep_id, "keep_id"), require_name(other_id, "other_id")
     policy = AccessPolicy() if policy is None else policy
     for _ in retries():
-        live = _live(substrate, [keep_id, other_id])
+        live = live_items(substrate, [keep_id, other_id])
         if keep_id not in live or other_id not in live:
             return None  # a no-op, decided before any authorization question
         keep, other = live[keep_id], live[other_id]
@@ -254,14 +274,16 @@ def merge_versions(
         events = [
             NewEvent(
                 keep_id,
-                ItemsMerged(item=substrate._prepare(SubstrateItem(**data), None), removed=other_id, entry=entry),
+                ItemsMerged(
+                    item=substrate.event_item(SubstrateItem(**data), fresh=True), removed=other_id, entry=entry
+                ),
                 scope=keep.item.scope,
                 expected_version=keep.version,
             ),
             NewEvent(other_id, ItemRemoved(id=other_id), scope=other.item.scope, expected_version=other.version),
         ]
         try:
-            _append_as(substrate, events, by)
+            substrate.append(events, by=by)
         except ConcurrencyError:
             continue
         return keep_id

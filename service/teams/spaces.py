@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from service.domain.events import ItemPut, NewEvent
 from service.domain.items import SubstrateItem
 from service.domain.validation import InvalidArgument, require_name
-from service.teams.access import PUBLIC, AccessPolicy, _append_as, _require_principal
+from service.teams.access import PUBLIC, AccessPolicy, require_principal
 from service.teams.sharing import MergeStrategy, history, merge_versions, publish, revision, version_of
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Space:
     ) -> None:
         # The team is this Space's principal: an empty or missing one is refused like any unauthenticated caller.
         home = team if isinstance(team, str) else ""
-        self.team = _require_principal(team, home, "read", name="team", detail="a Space's team is its principal")
+        self.team = require_principal(team, home, "read", name="team", detail="a Space's team is its principal")
         if isinstance(shared, str):
             raise InvalidArgument("shared must be a sequence of scope names, not a single string")
         self.shared: tuple[str, ...] = tuple(require_name(s, "shared scope") for s in shared)
@@ -73,9 +73,9 @@ class Space:
             # A chosen id would replace (and re-scope) whatever item holds it, in any scope: ids are minted here.
             raise ValueError("Space.add mints the item id; to change an existing item use Substrate.update")
         secret_policy = kw.pop("secret_policy", None)
-        data = self.substrate._prepare(SubstrateItem(scope=target, **kw), secret_policy)
-        _append_as(self.substrate, [NewEvent(data["id"], ItemPut(item=data), scope=target)], self.team)
-        return str(data["id"])
+        data = self.substrate.event_item(SubstrateItem(scope=target, **kw), fresh=True)
+        event = NewEvent(data["id"], ItemPut(item=data), scope=target, normalized=True)
+        return self.substrate.append([event], by=self.team, secret_policy=secret_policy)[0].stream
 
     def retrieve(self, query: str, *, k: int = 8, **kw: Any) -> Any:
         """Retrieve over exactly the team's visible set (own scope and authorized shared), with kind diversity."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from service.domain import policy as rules
 from service.domain.validation import InvalidArgument, require_name
 from service.store.database import reader
 from service.teams.access import PUBLIC
@@ -136,6 +137,6 @@ def authenticate(store: Substrate, token: str) -> Principal | None:
     if row is None:
         return None
     token_id, name, reads, writes = row
-    # Home scope and the PUBLIC commons are intrinsic (service.teams.access); grants add the rest.
-    base = {name, PUBLIC}
-    return Principal(name, token_id, frozenset(base | set(reads)), frozenset(base | set(writes)))
+    # Home scope and the PUBLIC commons are intrinsic (service.domain.policy, as the write door decides); grants
+    # add the rest.
+    return Principal(name, token_id, rules.scopes_with(name, reads), rules.scopes_with(name, writes))

@@ -16,7 +16,7 @@ from service.store.kept import hints_for, kept_for
 def _events(store: Substrate, prefix: str, n: int) -> list[NewEvent]:
     out = []
     for i in range(n):
-        data = store._prepare(SubstrateItem(kind="text", text=f"{prefix} {i}", id=f"{prefix}-{i}"), None)
+        data = store.event_item(SubstrateItem(kind="text", text=f"{prefix} {i}", id=f"{prefix}-{i}"))
         out.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True))
     return out
 
@@ -109,7 +109,7 @@ def test_ingest_alongside_concurrent_puts_keeps_one_chain_and_every_write(store:
 
 def test_one_batch_with_repeated_ids_and_contents_projects_like_the_ordinary_path(store: Substrate) -> None:
     def put(item_id: str, body: str) -> NewEvent:
-        data = store._prepare(SubstrateItem(kind="text", text=body, id=item_id, created_at=1.0), None)
+        data = store.event_item(SubstrateItem(kind="text", text=body, id=item_id, created_at=1.0))
         return NewEvent(stream=item_id, event=ItemPut(item=data), scope="local", normalized=True)
 
     store.add("text", "warm the head")

@@ -196,7 +196,7 @@ def test_settling_a_lost_append_waits_for_a_commit_still_in_flight(store: Substr
     release = threading.Event()
 
     def append_and_hold_the_commit() -> None:
-        data = store._prepare(SubstrateItem(kind="text", text="in flight", id="flight"), None)
+        data = store.event_item(SubstrateItem(kind="text", text="in flight", id="flight"))
         event = NewEvent(stream="flight", event=ItemPut(item=data), scope=data["scope"], normalized=True)
         with store.engine.begin() as conn:
             stamped.put(store.events.append([event], "p", conn=conn)[0])

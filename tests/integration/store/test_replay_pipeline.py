@@ -154,8 +154,11 @@ def test_a_failed_rebuild_keeps_every_index(store: Substrate, monkeypatch: pytes
 def _item_on_a_foreign_stream(store: Substrate, item_id: str) -> None:
     """An event carrying item ``item_id`` on another stream: the service never writes one, so a stream's first
     event is then no proof that its item is new."""
-    data = store._prepare(SubstrateItem(kind="text", text="written elsewhere", id=item_id), None)
-    store._append([NewEvent(stream="elsewhere", event=ItemPut(item=data), scope=data["scope"], normalized=True)])
+    data = store.event_item(SubstrateItem(kind="text", text="written elsewhere", id=item_id))
+    # Only straight to the event store: the write door refuses an item event off its item's stream.
+    store.events.append(
+        [NewEvent(stream="elsewhere", event=ItemPut(item=data), scope=data["scope"], normalized=True)], "local"
+    )
 
 
 def test_a_replay_that_finds_a_row_it_believed_new_starts_again_with_upserts(

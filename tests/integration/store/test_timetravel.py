@@ -53,7 +53,7 @@ def test_bad_positions_are_rejected(store: Substrate) -> None:
 
 def test_with_principal_records_who_wrote(store: Substrate) -> None:
     alice = store.with_principal("alice")
-    alice.add("text", "hello")
+    alice.add("text", "hello", scope="alice")
     assert [e.principal for e in store.events.read()] == ["alice"]
 
 

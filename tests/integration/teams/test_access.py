@@ -59,7 +59,7 @@ def test_a_third_party_cannot_revoke_but_a_grantee_may_renounce(store) -> None: 
     assert store.events.head() == head + 1
 
 
-@pytest.mark.parametrize("kw", [{"mode": "admin"}, {"principal": ""}, {"by": ""}])
+@pytest.mark.parametrize("kw", [{"mode": "owner"}, {"principal": ""}, {"by": ""}])
 def test_bad_grant_arguments_raise_before_any_event(store, kw) -> None:  # type: ignore[no-untyped-def]
     args = {"principal": "team-a", "scope": "team-b", "mode": "read", "by": "team-b", **kw}
     with pytest.raises(InvalidArgument):

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from projections.beliefs import claim_key
 from service.beliefs.commands import harvest_knowledge
 from service.beliefs.model import (
-    _TIER_STRENGTH,
     MODEL_ASSERTION,
     MODEL_ASSERTION_CAP,
+    TIER_STRENGTH,
     TIERS,
     BeliefItem,
     Claim,
@@ -64,7 +64,7 @@ def test_one_real_measurement_moves_three_log_odds_units() -> None:
 
 
 def test_tier_strengths_are_the_documented_ladder() -> None:
-    assert _TIER_STRENGTH == {
+    assert TIER_STRENGTH == {
         "model_assertion": 0.05,
         "executable": 0.3,
         "simulation": 0.5,
@@ -86,7 +86,7 @@ def test_cap_holds_without_verified_support_above_model_assertion(history: list[
 
 @given(grounded_histories, st.sampled_from(TIERS), st.sampled_from(TIERS), st.sampled_from(["+", "-"]), weights)
 def test_monotone_in_strength(history: list[EvidenceEntry], t1: str, t2: str, direction: str, w: float) -> None:
-    weak, strong = sorted([t1, t2], key=_TIER_STRENGTH.__getitem__)
+    weak, strong = sorted([t1, t2], key=TIER_STRENGTH.__getitem__)
     c_weak = credence_from_history([*history, EvidenceEntry("x", weak, direction, w, 0.0)])
     c_strong = credence_from_history([*history, EvidenceEntry("x", strong, direction, w, 0.0)])
     assert c_strong >= c_weak if direction == "+" else c_strong <= c_weak
