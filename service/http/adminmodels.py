@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from service.http.models import In, Text
+from service.http.models import In, Name
 
 __all__ = [
     "AccessIn",
@@ -24,23 +24,23 @@ __all__ = [
 class AccessIn(In):
     """Grant ``principal`` ``mode`` on ``scope`` (admin: it may then grant and revoke there too)."""
 
-    principal: Text
-    scope: Text
+    principal: Name
+    scope: Name
     mode: Literal["read", "write", "readwrite", "admin"] = "readwrite"
 
 
 class AccessRevokeIn(In):
     """Revoke every grant of ``principal`` on ``scope``."""
 
-    principal: Text
-    scope: Text
+    principal: Name
+    scope: Name
 
 
 class ApproverIn(In):
     """Make ``who`` an approver of promotions into ``scope`` (or, to revoke, no longer one)."""
 
-    who: Text
-    scope: Text
+    who: Name
+    scope: Name
 
 
 class AccessOut(BaseModel):
