@@ -148,7 +148,7 @@ def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[
     from service.store.eventstore import EventStore
 
     timers = Timers()
-    timers.wrap(store, "_prepare", PREPARE)
+    timers.wrap(store, "event_item", PREPARE)
     timers.wrap(BulkAppender, "_stamp", STAMP)
     timers.wrap(BulkAppender, "_settle", WAIT)
     timers.wrap(EventStore, "insert_stamped", WRITER)
@@ -162,7 +162,7 @@ def bench_ingest(store: Substrate, n: int, source: str = "bench-docs") -> tuple[
     return rate, mem, dict(timers.total), len(receipt)
 
 
-PREPARE = "caller: prepare each item (validate + secret guard + normalize)"
+PREPARE = "caller: prepare each item (validate + normalize; the write door guards each batch as it is submitted)"
 STAMP = "caller: stamp, plan and serialize each batch (event addresses, item digests, the COPY rows)"
 WAIT = "caller: wait for the writer (the previous batch still being written)"
 WRITER = "writer thread: one transaction per batch (head claim, COPY of the events, items, revisions, checkpoints), alongside the caller"
@@ -172,12 +172,12 @@ def bench_unguarded(store: Substrate, n: int) -> float:
     """Diagnostic: the same ingest with the secret guard replaced by a plain copy (shows the rest of the path)."""
     import service.substrate as facade
 
-    original = facade.guard_view
-    facade.guard_view = lambda item, policy: item  # type: ignore[assignment]
+    original = facade.guard_event
+    facade.guard_event = lambda event, policy: event  # type: ignore[assignment]
     try:
         return bench_ingest(store, n, source="bench-unguarded")[0]
     finally:
-        facade.guard_view = original
+        facade.guard_event = original
 
 
 def bench_reingest(store: Substrate, lines: int) -> dict[str, Any]:
@@ -240,7 +240,7 @@ def report(args: argparse.Namespace) -> str:
     ]
     if diag is not None:
         lines.append(
-            f"| diagnostic only: the same with the secret guard stubbed out (`guard_view` = identity) | "
+            f"| diagnostic only: the same with the secret guard stubbed out (`guard_event` = identity) | "
             f"{diag:,.0f} | {diag / raw:.2f}x |"
         )
     lines += [

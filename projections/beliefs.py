@@ -1,12 +1,9 @@
 """The ``beliefs`` read model: every live belief item with its credence and evidence trail, one row each.
 
-A belief is a ``record`` item tagged ``belief``. Its trail is what the evidence commands decided: an
-``EvidenceAssimilated`` or ``EvidenceRetracted`` event carries the belief's whole trail (built on the row it read,
-under a version check), and its credence is computed here from that trail (projections.credence: the
-model-assertion cap included), never copied from the item. Any other event on a belief (a put, an update, a
-publish) changes its claim or scope and keeps its trail and credence: a new belief starts from an empty trail at
-0.5, whatever credence or trail its payload claims. The fold never re-resolves a source nor reads the clock, so a
-rebuild reproduces every credence exactly.
+A belief is a ``record`` item tagged ``belief``. Its credence is computed here from its evidence trail
+(projections.credence: the model-assertion cap included), never copied from the item; the trail is the one the
+evidence commands decided (the write door keeps it on a belief that is put or updated: ``with_trail``). The fold
+never re-resolves a source nor reads the clock, so a rebuild reproduces every credence exactly.
 """
 
 from __future__ import annotations
@@ -23,11 +20,9 @@ from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.projector import Projector, Statement
 
-__all__ = ["BELIEF_TAG", "EVIDENCE_EVENTS", "apply", "belief_row", "claim_key"]
+__all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key", "is_belief", "with_trail"]
 
 BELIEF_TAG = "belief"
-# The events that decide a belief's evidence: the only ones whose trail the read model takes.
-EVIDENCE_EVENTS = frozenset({"EvidenceAssimilated", "EvidenceRetracted"})
 
 _UPSERT_SQL = (
     "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
@@ -37,26 +32,29 @@ _UPSERT_SQL = (
     "claim = EXCLUDED.claim, credence = EXCLUDED.credence, evidence = EXCLUDED.evidence, "
     "sources = EXCLUDED.sources, version = EXCLUDED.version, seq = EXCLUDED.seq"
 )
-# Any other event on a belief: its claim and scope, the trail and credence it had (a new one: empty, 0.5).
-_CLAIM_SQL = (
-    "INSERT INTO beliefs (id, scope, claim_key, claim, credence, evidence, sources, version, pos, seq) "
-    "VALUES (:id, :scope, :claim_key, CAST(:claim AS jsonb), :credence, CAST(:evidence AS jsonb), "
-    "CAST(:sources AS text[]), :version, :seq, :seq) "
-    "ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, claim_key = EXCLUDED.claim_key, "
-    "claim = EXCLUDED.claim, version = EXCLUDED.version, seq = EXCLUDED.seq"
-)
 _DELETE_SQL = "DELETE FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))"
 _UPSERT = text(_UPSERT_SQL)
-_CLAIM = text(_CLAIM_SQL)
 _DELETE = text(_DELETE_SQL)
-_SQL = {"upsert": _UPSERT_SQL, "claim": _CLAIM_SQL}
-_STATEMENTS = {"upsert": _UPSERT, "claim": _CLAIM}
 
 
 def claim_key(claim_text: str) -> str:
     """The normalized claim text a belief is keyed on within its scope (NFKC, casefolded, single-spaced)."""
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", claim_text).casefold())
     return " ".join(folded.split())
+
+
+def is_belief(item: dict[str, Any]) -> bool:
+    """Whether an item state (its JSON form) is a belief: a ``record`` tagged ``belief``."""
+    return item.get("kind") == "record" and BELIEF_TAG in (item.get("tags") or [])
+
+
+def with_trail(item: dict[str, Any], trail: list[Any]) -> dict[str, Any]:
+    """A belief item state carrying ``trail`` as its evidence and the credence computed from it (whatever its
+    payload said of either); any other item as it is."""
+    payload = item.get("payload")
+    if not is_belief(item) or not isinstance(payload, dict):
+        return item
+    return {**item, "payload": {**payload, "evidence_history": trail, "credence": credence(trail)}}
 
 
 def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
@@ -86,24 +84,18 @@ def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-_NO_EVIDENCE = {"credence": credence([]), "evidence": "[]", "sources": []}
-
-
 def _ops(events: Sequence[Any]) -> list[tuple[str, Any]]:
     ops: list[tuple[str, Any]] = []
     for e in events:
         item = e.data.get("item")
         if item is not None:
             row = belief_row(item)
-            if row is None:
-                if e.version > 1:
-                    # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
-                    # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
-                    ops.append(("delete", item["id"]))
-            elif e.type in EVIDENCE_EVENTS:
+            if row is not None:
                 ops.append(("upsert", {**row, "version": e.version, "seq": e.seq}))
-            else:
-                ops.append(("claim", {**row, **_NO_EVIDENCE, "version": e.version, "seq": e.seq}))
+            elif e.version > 1:
+                # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
+                # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
+                ops.append(("delete", item["id"]))
         if e.type == "ItemsMerged" and e.data.get("removed"):
             ops.append(("delete", e.data["removed"]))
         if e.type == "ItemRemoved":
@@ -121,10 +113,10 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
         while j < len(ops) and ops[j][0] == kind:
             j += 1
         batch = [p for _, p in ops[i:j]]
-        if kind == "delete":
-            conn.execute(_DELETE, {"ids": batch})
+        if kind == "upsert":
+            conn.execute(_UPSERT, batch)
         else:
-            conn.execute(_STATEMENTS[kind], batch)
+            conn.execute(_DELETE, {"ids": batch})
         i = j
 
 
@@ -133,7 +125,7 @@ def plan(events: Sequence[Any]) -> list[Statement] | None:
     ops = _ops(events)
     if len(events) > 1 and ops:
         return None
-    return [(_DELETE_SQL, {"ids": [params]}) if kind == "delete" else (_SQL[kind], params) for kind, params in ops]
+    return [(_UPSERT_SQL, params) if kind == "upsert" else (_DELETE_SQL, {"ids": [params]}) for kind, params in ops]
 
 
 PROJECTOR = Projector(

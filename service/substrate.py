@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from projections.beliefs import is_belief, with_trail
 from projections.bulkwork import bulk_work
 from service.domain import policy as rules
 from service.domain.errors import AccessDeniedError, ConcurrencyError, ReadOnlyError
@@ -30,6 +31,7 @@ from service.store.eventstore import ChainReport, EventStore
 from service.store.export import SNAPSHOT_NAME, read_snapshot, write_snapshot
 from service.store.statistics import refresh_statistics
 from service.store.timetravel import resolve_position
+from service.store.trails import decided_trails
 
 __all__ = ["OPERATOR_ENV", "SecretPolicy", "Substrate"]
 
@@ -39,6 +41,7 @@ SecretPolicy = Literal["redact", "reject"]
 _T = TypeVar("_T")
 _POLICIES = ("redact", "reject")
 _BULK_CHUNK = 5000
+_CLAIMS = frozenset({"ItemPut", "ItemUpdated"})  # the events that state a belief without deciding its evidence
 
 
 def _check_policy(policy: Any) -> str:
@@ -196,7 +199,7 @@ class Substrate:
             self._writable()
             self._authorize(events, self.principal)  # (no pins: a batch is appended blind, as put_many's are)
             out = []
-            for n, e in enumerate(events):
+            for n, e in enumerate(self._decided(events)):
                 try:
                     out.append(guard_event(e, policy))
                 except ValueError as exc:  # SecretPolicyError, InvalidArgument
@@ -208,17 +211,33 @@ class Substrate:
         return BulkAppender(self.events, self.principal, on_written, check=check)
 
     def _admit(
-        self, events: Sequence[NewEvent], by: str | None, secret_policy: str | None
+        self, events: Sequence[NewEvent], by: str | None, secret_policy: str | None, *, restore: bool = False
     ) -> tuple[str, list[NewEvent], set[str]]:
         """The door's checks, in order: (who acts, the events as they may be appended, the streams whose versions
-        the authorization pinned)."""
+        the authorization pinned). ``restore``: a load's puts keep the evidence trails their file holds."""
         self._writable()
         actor = self._actor(by)
         policy = self._policy(secret_policy)
         pinned: set[str] = set()
         if self.restricted:
             events, pinned = self._authorize(events, actor)
-        return actor, [guard_event(e, policy) for e in events], pinned
+        decided = events if restore else self._decided(events)
+        return actor, [guard_event(e, policy) for e in decided], pinned
+
+    def _decided(self, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+        """``events`` with every belief that is put or updated carrying the evidence trail the evidence commands
+        decided for it (none for a new one) and the credence it implies: a put cannot claim evidence or credence."""
+        claims = [n for n, e in enumerate(events) if e.event.type_name in _CLAIMS and is_belief(e.event.item)]  # type: ignore[attr-defined]
+        if not claims:
+            return events
+        trails = decided_trails(self.engine, [events[n].stream for n in claims])
+        out = list(events)
+        for n in claims:
+            e = events[n]
+            data = e.event.to_data()
+            data["item"] = with_trail(data["item"], trails.get(e.stream, []))
+            out[n] = NewEvent(e.stream, type(e.event).from_data(data), e.scope, e.expected_version, e.normalized)
+        return out
 
     def _authorize(self, events: Sequence[NewEvent], actor: str) -> tuple[list[NewEvent], set[str]]:
         """On a bound handle, raise unless ``actor`` may append ``events``; the events with the version of each item
@@ -484,7 +503,7 @@ class Substrate:
             events.append(NewEvent(stream=data["id"], event=ItemPut(item=data), scope=data["scope"], normalized=True))
             if progress is not None and (n % PROGRESS_EVERY == 0 or n == len(items)):
                 progress(n)
-        actor, puts, _ = self._admit(events, None, None)  # the door's checks (the secret guard) on every item
+        actor, puts, _ = self._admit(events, None, None, restore=True)  # the door's checks on every item
         tell("write")
         keep = {e.stream for e in puts}
         with self.engine.begin() as conn:
