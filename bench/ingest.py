@@ -170,7 +170,7 @@ WRITER = "writer thread: one transaction per batch (head claim, COPY of the even
 
 def bench_unguarded(store: Substrate, n: int) -> float:
     """Diagnostic: the same ingest with the secret guard replaced by a plain copy (shows the rest of the path)."""
-    import service.substrate.facade as facade
+    import service.substrate.door as facade
 
     original = facade.guard_event
     facade.guard_event = lambda event, policy: event  # type: ignore[assignment]
