@@ -327,7 +327,7 @@ def prepare(store: Any, docs: list[tuple[str, str]]) -> tuple[str, str]:
     import psycopg
 
     from service import SubstrateItem
-    from service.store.database import embedded_server_url
+    from service.store.embedded import embedded_server_url
     from service.teams.tokens import create_token
 
     store.put_many(

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.store.database import embedded_server_url, ephemeral_database
+from service.store.database import ephemeral_database
+from service.store.embedded import embedded_server_url
 from service.substrate import Substrate
 
 

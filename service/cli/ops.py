@@ -66,7 +66,7 @@ def _pg_option(value: str) -> str:
 
 
 def _psql_program() -> str:
-    from service.store.database import embedded_program
+    from service.store.embedded import embedded_program
 
     try:
         return embedded_program("psql")  # the embedded server's own version

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from service import Substrate
 from service.cli import main
-from service.store.database import embedded_program
+from service.store.embedded import embedded_program
 from service.teams.access import PUBLIC, grant_access
 from service.teams.governance import propose
 from service.teams.sharing import merge_versions, publish

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from service import Substrate, SubstrateItem
 from service.search.upkeep import BackgroundRunner
 from service.store import replica as replica_module
-from service.store.database import embedded_server_url
+from service.store.embedded import embedded_server_url
 
 pytestmark = pytest.mark.slow
 
