@@ -22,17 +22,12 @@ __all__ = [
     "JSON_VALUE_SCHEMA",
     "NO_NUL",
     "AnswerOut",
-    "ApproveIn",
     "AskIn",
-    "AssimilateIn",
-    "BeliefOut",
     "Change",
     "ContextIn",
     "ContextOut",
-    "DecisionOut",
     "EventOut",
     "EventPage",
-    "EvidenceIn",
     "Health",
     "HistoryOut",
     "Hit",
@@ -42,15 +37,9 @@ __all__ = [
     "ItemPage",
     "ItemPatch",
     "Kind",
-    "MergeIn",
     "PROBLEM_RESPONSES",
     "PathText",
     "Problem",
-    "ProposeIn",
-    "ProposeOut",
-    "PublishIn",
-    "PublishOut",
-    "RejectIn",
     "RetrieveIn",
     "RetrieveOut",
     "RevisionOut",
@@ -354,72 +343,6 @@ class AnswerOut(BaseModel):
     n_evidence: int
     citations: list[dict[str, Any]]
     as_of: int | None = None
-
-
-# ----------------------------------------------------------------- sharing, governance, beliefs
-class PublishIn(_In):
-    ids: list[Ref] = Field(min_length=1, max_length=10_000)
-    to: Name = "public"
-    from_scope: Name | None = None
-
-
-class PublishOut(BaseModel):
-    published: list[str]
-    seq: int
-
-
-class MergeIn(_In):
-    keep: Ref
-    other: Ref
-    prefer: Literal["latest", "keep"] = "latest"
-    confirm: bool = False
-
-
-class ProposeIn(_In):
-    ids: list[Ref] = Field(min_length=1, max_length=10_000)
-    to: Name
-
-
-class ProposeOut(BaseModel):
-    proposed: list[str]
-    seq: int
-
-
-class ApproveIn(_In):
-    to: Name | None = None
-
-
-class RejectIn(_In):
-    reason: Text = ""
-
-
-class DecisionOut(BaseModel):
-    id: str
-    status: Literal["approved", "rejected"]
-    seq: int
-
-
-class EvidenceIn(_In):
-    source_id: Text | None = None
-    tier: Literal["model_assertion", "executable", "simulation", "held_out_truth", "real_measurement"]
-    direction: Literal["+", "-"] = "+"
-    weight: float = Field(1.0, ge=0.0, allow_inf_nan=False)
-    time: float | None = Field(None, allow_inf_nan=False)
-
-
-class AssimilateIn(_In):
-    claim: Name
-    evidence: list[EvidenceIn] = Field(default_factory=list, max_length=1000)  # none: the belief at the prior
-    scope: Name | None = None
-
-
-class BeliefOut(BaseModel):
-    id: str
-    scope: str
-    claim: dict[str, Any]
-    credence: float
-    evidence_history: list[dict[str, Any]]
-    seq: int
 
 
 class IngestOut(BaseModel):

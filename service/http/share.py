@@ -7,19 +7,18 @@ from fastapi import APIRouter
 from service.beliefs.commands import assimilate
 from service.http.auth import Caller, CallerDep
 from service.http.errors import ProblemError, not_found
-from service.http.models import (
+from service.http.models import PathText, Written
+from service.http.sharemodels import (
     ApproveIn,
     AssimilateIn,
     BeliefOut,
     DecisionOut,
     MergeIn,
-    PathText,
     ProposeIn,
     ProposeOut,
     PublishIn,
     PublishOut,
     RejectIn,
-    Written,
 )
 from service.teams.access import stored_policy
 from service.teams.governance import approve, proposal_history, propose, reject, stored_governance
