@@ -13,7 +13,7 @@ from service.retrieval.multihop import multihop
 from service.retrieval.packet import ContextBudget, ContextPacket, require_bool
 from service.retrieval.retrieve import retrieve
 
-__all__ = ["Answer", "answer_from_substrate"]
+__all__ = ["Answer", "answer_from_substrate", "gather_evidence"]
 
 
 @dataclass
@@ -65,6 +65,35 @@ def _confidence(relevance: list[float], packet: ContextPacket) -> float:
     return round(base * (0.5 + 0.5 * coverage), 4)
 
 
+def gather_evidence(
+    substrate: Any,
+    question: str,
+    *,
+    budget: ContextBudget | None = None,
+    hops: int = 1,
+    compress: bool = True,
+    scope: str | None = None,
+    telemetry: Any = None,
+) -> tuple[ContextPacket, list[float | None]]:
+    """The packet an answerer gets for ``question`` and, aligned with its items, each item's search score for the
+    question (None for an item reached by a multi-hop link: its score measures the hop, not the question)."""
+    require_name(question, "question")
+    budget = ContextBudget() if budget is None else budget
+    if not isinstance(budget, ContextBudget):
+        raise InvalidArgument(f"budget must be a ContextBudget or None, got {type(budget).__name__}")
+    if require_count(hops, "hops") < 1:
+        raise InvalidArgument("hops must be >= 1 (1 = single-shot retrieval)")
+    require_bool(compress, "compress")
+    if hops > 1:
+        chain = multihop(substrate, question, max_hops=hops, scope=scope, telemetry=telemetry)
+        packet = chain.to_context(question, budget=budget, compress=compress)
+        seed_scores = {s.item.id: s.score for s in chain.steps if s.depth == 0}
+        return packet, [seed_scores.get(i.id) for i in packet.items]
+    found = retrieve(substrate, question, k=budget.max_items, scope=scope, telemetry=telemetry)
+    packet = found.to_context(question, budget=budget, compress=compress)
+    return packet, list(packet.scores)
+
+
 def answer_from_substrate(
     substrate: Any,
     question: str,
@@ -82,8 +111,7 @@ def answer_from_substrate(
     require_name(question, "question")
     if not callable(answerer):
         raise InvalidArgument("answerer must be callable as (question, context_text) -> str")
-    budget = ContextBudget() if budget is None else budget
-    if not isinstance(budget, ContextBudget):
+    if budget is not None and not isinstance(budget, ContextBudget):
         raise InvalidArgument(f"budget must be a ContextBudget or None, got {type(budget).__name__}")
     if require_count(hops, "hops") < 1:
         raise InvalidArgument("hops must be >= 1 (1 = single-shot retrieval)")
@@ -93,16 +121,11 @@ def answer_from_substrate(
         raise InvalidArgument(f"min_confidence must be in [0, 1], got {min_confidence!r}")
     require_bool(compress, "compress")
 
-    if hops > 1:
-        chain = multihop(substrate, question, max_hops=hops, scope=scope, telemetry=telemetry)
-        packet = chain.to_context(question, budget=budget, compress=compress)
-        # Only seeds were scored against the question; link/content scores measure a hop, not the question.
-        seed_scores = {s.item.id: s.score for s in chain.steps if s.depth == 0}
-        relevance = [seed_scores[i.id] for i in packet.items if i.id in seed_scores]
-    else:
-        found = retrieve(substrate, question, k=budget.max_items, scope=scope, telemetry=telemetry)
-        packet = found.to_context(question, budget=budget, compress=compress)
-        relevance = list(packet.scores)
+    packet, scores = gather_evidence(
+        substrate, question, budget=budget, hops=hops, compress=compress, scope=scope, telemetry=telemetry
+    )
+    # Only seeds were scored against the question; link/content scores measure a hop, not the question.
+    relevance = [s for s in scores if s is not None]
     confidence = _confidence(relevance, packet)
     # MXR-080-0257: the gate and the reported evidence read only what the answerer would actually receive.
     delivered = list(packet.items)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["extractive_answerer"]
+__all__ = ["extractive_answerer", "split_sentences"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -16,6 +16,11 @@ _STOP = frozenset(
 
 def _terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text``'s sentences (split after . ! ? and at line breaks), stripped, without empty ones."""
+    return [s.strip() for s in _SPLIT.split(text) if s.strip()]
 
 
 def extractive_answerer(question: str, context: str, *, max_sentences: int = 2) -> str:
