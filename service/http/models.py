@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from service.retrieval.grounded import DEFAULT_FLOOR
+
 __all__ = [
     "In",
     "JSON_VALUE_SCHEMA",
@@ -328,7 +330,7 @@ class AskIn(_In):
     k: Count = Field(5, ge=1, le=100)
     max_chars: Count = Field(2000, ge=1, le=1_000_000)
     hops: Count = Field(1, ge=1, le=5)
-    min_confidence: float = Field(0.1, ge=0.0, le=1.0, allow_inf_nan=False)
+    min_confidence: float = Field(DEFAULT_FLOOR, ge=0.0, le=1.0, allow_inf_nan=False)
     scope: Name | None = None
 
 
@@ -342,6 +344,7 @@ class AnswerOut(BaseModel):
     note: str
     n_evidence: int
     citations: list[dict[str, Any]]
+    sentences: list[dict[str, Any]] = Field(default_factory=list)  # {text, item_id, support}: each one cited
     as_of: int | None = None
 
 

@@ -18,9 +18,8 @@ from service.http.models import (
     SearchOut,
 )
 from service.http.views import ScopedReader, read_view
-from service.retrieval.answer import answer_from_substrate
 from service.retrieval.context import ContextBudget, assemble_context
-from service.retrieval.extractive import extractive_answerer
+from service.retrieval.grounded import ask as grounded_ask
 from service.retrieval.packet import render_packet
 from service.retrieval.retrieve import retrieve
 
@@ -85,18 +84,15 @@ def context(caller: CallerDep, body: ContextIn, as_of: AsOf = None) -> ContextOu
 
 @router.post("/ask", response_model=AnswerOut, summary="Answer a question (extractive, cited)")
 def ask(caller: CallerDep, body: AskIn, as_of: AsOf = None) -> AnswerOut:
-    """The evidence sentences that best support the question, with citations; abstains when evidence is thin."""
+    """The evidence sentences that support the question, each cited to its item; abstains when none clears
+    ``min_confidence`` (a sentence's support: its item's calibrated score times the question terms it holds)."""
     budget = ContextBudget(max_chars=body.max_chars, max_items=body.k)
     with read_view(caller.live, as_of) as (view, seq):
-        answer = answer_from_substrate(
+        answer = grounded_ask(
             _reader(caller, view, body.scope),
             body.question,
-            extractive_answerer,
             budget=budget,
             hops=body.hops,
             min_confidence=body.min_confidence,
         )
-    out = answer.as_dict()
-    if not out["answer"]:  # the extractive answerer found no supporting sentence: an abstention
-        out.update(answer=None, abstained=True, note="abstained: no evidence sentence shares a term with the question")
-    return AnswerOut(**out, as_of=seq)
+    return AnswerOut(**answer.as_dict(), as_of=seq)
