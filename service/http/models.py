@@ -26,6 +26,7 @@ __all__ = [
     "AnswerOut",
     "AskIn",
     "Change",
+    "CitedSentenceOut",
     "ContextIn",
     "ContextOut",
     "EventOut",
@@ -330,12 +331,27 @@ class AskIn(_In):
     k: Count = Field(5, ge=1, le=100)
     max_chars: Count = Field(2000, ge=1, le=1_000_000)
     hops: Count = Field(1, ge=1, le=5)
-    min_confidence: float = Field(DEFAULT_FLOOR, ge=0.0, le=1.0, allow_inf_nan=False)
+    min_confidence: float = Field(
+        DEFAULT_FLOOR,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="the floor: abstain unless a sentence's support (its item's search score times the share of "
+        "the question's terms it holds) reaches this",
+    )
     scope: Name | None = None
 
 
+class CitedSentenceOut(BaseModel):
+    """One sentence of the answer, word for word from the item ``item_id``, and its support in [0, 1]."""
+
+    text: str
+    item_id: str
+    support: float
+
+
 class AnswerOut(BaseModel):
-    """An extractive answer with citations, or an abstention (``answer`` null)."""
+    """An answer made of cited sentences, or an abstention (``answer`` null, nothing cited)."""
 
     question: str
     answer: str | None
@@ -344,7 +360,7 @@ class AnswerOut(BaseModel):
     note: str
     n_evidence: int
     citations: list[dict[str, Any]]
-    sentences: list[dict[str, Any]] = Field(default_factory=list)  # {text, item_id, support}: each one cited
+    sentences: list[CitedSentenceOut] = Field(default_factory=list)
     as_of: int | None = None
 
 
