@@ -1,5 +1,5 @@
-"""The HTTP edge's request and response models (Pydantic lives here, in service.http.adminmodels for the
-administration routes, and nowhere else in the service)."""
+"""The HTTP edge's request and response models and their field types (Pydantic lives here, in the route families'
+service.http.adminmodels, sharemodels and searchmodels, and nowhere else in the service)."""
 
 from __future__ import annotations
 
@@ -17,41 +17,33 @@ from pydantic import (
     model_validator,
 )
 
-from service.retrieval.grounded import DEFAULT_FLOOR
-
 __all__ = [
+    "MAX_K",
+    "Count",
     "In",
     "JSON_VALUE_SCHEMA",
     "NO_NUL",
-    "AnswerOut",
-    "AskIn",
     "Change",
-    "CitedSentenceOut",
-    "ContextIn",
-    "ContextOut",
     "EventOut",
     "EventPage",
     "Health",
     "HistoryOut",
-    "Hit",
     "IngestOut",
     "ItemIn",
     "ItemOut",
     "ItemPage",
     "ItemPatch",
     "Kind",
+    "Name",
     "PROBLEM_RESPONSES",
     "PathText",
     "Problem",
-    "RetrieveIn",
-    "RetrieveOut",
     "RevisionOut",
     "ScopeQuery",
-    "SearchIn",
-    "SearchOut",
     "Text",
     "Updated",
     "VerifyOut",
+    "Weight",
     "Written",
     "storable",
 ]
@@ -271,97 +263,6 @@ class RevisionOut(BaseModel):
 
     digest: str
     item: dict[str, Any]
-
-
-# ----------------------------------------------------------------- search family
-class SearchIn(_In):
-    query: Name
-    k: Count = Field(5, ge=0, le=MAX_K)
-    kind: Kind | None = None
-    scope: Name | None = None
-
-
-class Hit(BaseModel):
-    item: ItemOut
-    score: float
-
-
-class SearchOut(BaseModel):
-    hits: list[Hit]
-    as_of: int | None = None
-
-
-class RetrieveIn(_In):
-    query: Name
-    k: Count = Field(8, ge=0, le=MAX_K)
-    kinds: list[Kind] | None = None
-    weights: dict[Kind, Weight] | None = None
-    diversify: bool = True
-    scope: Name | None = None
-
-
-class RetrieveOut(BaseModel):
-    query: str
-    hits: list[Hit]
-    kinds: list[str]
-    as_of: int | None = None
-
-
-class ContextIn(_In):
-    task: Name
-    max_chars: Count = Field(2000, ge=1, le=1_000_000)
-    max_items: Count = Field(20, ge=1, le=MAX_K)
-    shape: Literal["passages", "brief", "features"] = "passages"
-    kind: Kind | None = None
-    scope: Name | None = None
-    compress: bool = False
-
-
-class ContextOut(BaseModel):
-    """The rendered context (guaranteed to fit max_chars), its receipt, and the items it cites."""
-
-    text: str
-    packet: dict[str, Any]
-    items: list[ItemOut]
-    as_of: int | None = None
-
-
-class AskIn(_In):
-    question: Name
-    k: Count = Field(5, ge=1, le=100)
-    max_chars: Count = Field(2000, ge=1, le=1_000_000)
-    hops: Count = Field(1, ge=1, le=5)
-    min_confidence: float = Field(
-        DEFAULT_FLOOR,
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description="the floor: abstain unless a sentence's support (its item's search score times the share of "
-        "the question's terms it holds) reaches this",
-    )
-    scope: Name | None = None
-
-
-class CitedSentenceOut(BaseModel):
-    """One sentence of the answer, word for word from the item ``item_id``, and its support in [0, 1]."""
-
-    text: str
-    item_id: str
-    support: float
-
-
-class AnswerOut(BaseModel):
-    """An answer made of cited sentences, or an abstention (``answer`` null, nothing cited)."""
-
-    question: str
-    answer: str | None
-    abstained: bool
-    confidence: float
-    note: str
-    n_evidence: int
-    citations: list[dict[str, Any]]
-    sentences: list[CitedSentenceOut] = Field(default_factory=list)
-    as_of: int | None = None
 
 
 class IngestOut(BaseModel):

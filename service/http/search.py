@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from service.http.auth import Caller, CallerDep
 from service.http.items import AsOf, item_out
-from service.http.models import (
+from service.http.searchmodels import (
     AnswerOut,
     AskIn,
     ContextIn,
