@@ -10,23 +10,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from service.cli.common import add_store_options, open_store, print_json
 
 __all__ = ["register"]
 
-_OPERATOR_ENV = "SUBSTRATE_ADMIN"
-
 
 def _acting(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """(the store, a handle bound to the acting principal), or None (told on stderr) when nobody is named."""
-    operator = args.admin or os.environ.get(_OPERATOR_ENV) or None
+    from service.substrate import OPERATOR_ENV
+
+    operator = args.admin or os.environ.get(OPERATOR_ENV) or None
     actor = args.as_ or operator
     if actor is None:
         print(
             f"substrate {args.command}: error: name who acts: --as NAME, or the operator with --admin NAME "
-            f"(or ${_OPERATOR_ENV})",
+            f"(or ${OPERATOR_ENV})",
             file=sys.stderr,
         )
         return None
@@ -34,106 +35,102 @@ def _acting(args: argparse.Namespace) -> tuple[Any, Any] | None:
     return store, store.with_principal(actor)
 
 
-def _access_grant(args: argparse.Namespace) -> int:
-    from service.teams.access import grant_access
-
+def _change(args: argparse.Namespace, act: Callable[[Any], Any], done: Callable[[Any], str], refused: str) -> int:
+    """Run ``act`` on a handle bound to the acting principal; print ``done(result)``, or ``refused`` (exit 1) when
+    the result is False (nothing to revoke)."""
     acting = _acting(args)
     if acting is None:
         return 2
     store, handle = acting
     try:
-        seq = grant_access(handle, args.principal, args.scope, args.mode, by=handle.principal)
+        result = act(handle)
     finally:
         store.close()
-    print(f"granted {args.mode} on {args.scope!r} to {args.principal!r} (seq {seq})")
-    return 0
-
-
-def _access_revoke(args: argparse.Namespace) -> int:
-    from service.teams.access import revoke_access
-
-    acting = _acting(args)
-    if acting is None:
-        return 2
-    store, handle = acting
-    try:
-        done = revoke_access(handle, args.principal, args.scope, by=handle.principal)
-    finally:
-        store.close()
-    if not done:
-        print(f"substrate access revoke: error: {args.principal!r} holds no grant on {args.scope!r}", file=sys.stderr)
+    if result is False:
+        print(f"substrate {args.command} revoke: error: {refused}", file=sys.stderr)
         return 1
-    print(f"revoked every grant of {args.principal!r} on {args.scope!r}")
+    print(done(result))
     return 0
 
 
-def _access_list(args: argparse.Namespace) -> int:
-    from service.teams.access import list_access
-
+def _listing(args: argparse.Namespace, fetch: Callable[[Any], list[dict[str, Any]]], line: Callable[[Any], str]) -> int:
     store = open_store(args)
     try:
-        grants = list_access(store, scope=args.scope)
-    finally:
-        store.close()
-    if args.json:
-        print_json(grants)
-        return 0
-    if not grants:
-        print("no grants")
-    for g in grants:
-        print(f"{g['scope']:<24} {g['principal']:<24} {g['mode']:<10} seq {g['seq']}")
-    return 0
-
-
-def _approver_grant(args: argparse.Namespace) -> int:
-    from service.teams.approvers import grant_approver
-
-    acting = _acting(args)
-    if acting is None:
-        return 2
-    store, handle = acting
-    try:
-        seq = grant_approver(handle, args.who, args.scope, by=handle.principal)
-    finally:
-        store.close()
-    print(f"{args.who!r} approves promotions into {args.scope!r} (seq {seq})")
-    return 0
-
-
-def _approver_revoke(args: argparse.Namespace) -> int:
-    from service.teams.approvers import revoke_approver
-
-    acting = _acting(args)
-    if acting is None:
-        return 2
-    store, handle = acting
-    try:
-        done = revoke_approver(handle, args.who, args.scope, by=handle.principal)
-    finally:
-        store.close()
-    if not done:
-        print(f"substrate approver revoke: error: {args.who!r} does not approve into {args.scope!r}", file=sys.stderr)
-        return 1
-    print(f"{args.who!r} no longer approves promotions into {args.scope!r}")
-    return 0
-
-
-def _approver_list(args: argparse.Namespace) -> int:
-    from service.teams.approvers import list_approvers
-
-    store = open_store(args)
-    try:
-        rows = list_approvers(store, scope=args.scope)
+        rows = fetch(store)
     finally:
         store.close()
     if args.json:
         print_json(rows)
         return 0
     if not rows:
-        print("no approvers")
-    for a in rows:
-        print(f"{a['scope']:<24} {a['who']:<24} granted by {a['by']} (seq {a['since_seq']})")
+        print(f"no {'grants' if args.command == 'access' else 'approvers'}")
+    for row in rows:
+        print(line(row))
     return 0
+
+
+def _access_grant(args: argparse.Namespace) -> int:
+    from service.teams.access import grant_access
+
+    return _change(
+        args,
+        lambda h: grant_access(h, args.principal, args.scope, args.mode, by=h.principal),
+        lambda seq: f"granted {args.mode} on {args.scope!r} to {args.principal!r} (seq {seq})",
+        "",
+    )
+
+
+def _access_revoke(args: argparse.Namespace) -> int:
+    from service.teams.access import revoke_access
+
+    return _change(
+        args,
+        lambda h: revoke_access(h, args.principal, args.scope, by=h.principal),
+        lambda _: f"revoked every grant of {args.principal!r} on {args.scope!r}",
+        f"{args.principal!r} holds no grant on {args.scope!r}",
+    )
+
+
+def _access_list(args: argparse.Namespace) -> int:
+    from service.teams.access import list_access
+
+    return _listing(
+        args,
+        lambda store: list_access(store, scope=args.scope),
+        lambda g: f"{g['scope']:<24} {g['principal']:<24} {g['mode']:<10} seq {g['seq']}",
+    )
+
+
+def _approver_grant(args: argparse.Namespace) -> int:
+    from service.teams.approvers import grant_approver
+
+    return _change(
+        args,
+        lambda h: grant_approver(h, args.who, args.scope, by=h.principal),
+        lambda seq: f"{args.who!r} approves promotions into {args.scope!r} (seq {seq})",
+        "",
+    )
+
+
+def _approver_revoke(args: argparse.Namespace) -> int:
+    from service.teams.approvers import revoke_approver
+
+    return _change(
+        args,
+        lambda h: revoke_approver(h, args.who, args.scope, by=h.principal),
+        lambda _: f"{args.who!r} no longer approves promotions into {args.scope!r}",
+        f"{args.who!r} does not approve into {args.scope!r}",
+    )
+
+
+def _approver_list(args: argparse.Namespace) -> int:
+    from service.teams.approvers import list_approvers
+
+    return _listing(
+        args,
+        lambda store: list_approvers(store, scope=args.scope),
+        lambda a: f"{a['scope']:<24} {a['who']:<24} granted by {a['by']} (seq {a['since_seq']})",
+    )
 
 
 def _actor_options(p: argparse.ArgumentParser) -> None:

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from projections.items import ITEM_EVENTS  # the events carrying an item's resulting state under "item"
 from service.domain.errors import AccessDeniedError, GovernanceAuthorizationError, InvalidArgument
 from service.domain.events import NewEvent
 
 __all__ = [
     "ADMINISTER",
     "APPROVE",
-    "ITEM_EVENTS",
     "PUBLIC",
     "READ",
     "WRITE",
@@ -39,20 +39,6 @@ __all__ = [
 
 PUBLIC = "public"
 READ, WRITE, ADMINISTER, APPROVE = "read", "write", "administer", "approve"
-# Events that carry an item's resulting state under "item": their stream is the item's id, their scope its scope.
-ITEM_EVENTS = frozenset(
-    {
-        "ItemPut",
-        "ItemUpdated",
-        "ItemPublished",
-        "ItemsMerged",
-        "PromotionProposed",
-        "PromotionApproved",
-        "PromotionRejected",
-        "EvidenceAssimilated",
-        "EvidenceRetracted",
-    }
-)
 # Of those, the ones a writer of the item's scopes may append (the promotion decisions have rules of their own).
 _WRITES = ITEM_EVENTS - {"PromotionProposed", "PromotionApproved", "PromotionRejected", "ItemPublished"}
 

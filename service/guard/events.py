@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from projections.items import ITEM_EVENTS
 from service.domain.errors import InvalidArgument, SecretPolicyError
 from service.domain.events import NewEvent, normalize_json
-from service.domain.policy import ITEM_EVENTS
 from service.guard.secrets import SECRET_POLICIES, guard_data
 
 __all__ = ["guard_event"]
