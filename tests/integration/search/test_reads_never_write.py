@@ -140,3 +140,6 @@ def test_every_http_read_route_answers_without_writing(stores: tuple[Substrate, 
         assert hits[0]["item"]["id"] == "t3"
         events = client.get("/v1/events", params={"limit": 5})
         assert events.status_code == 200, events.text
+        for route in ("/v1/admin/access", "/v1/admin/approvers", "/v1/items/t0/history"):
+            r = client.get(route)
+            assert r.status_code == 200, (route, r.text)
