@@ -280,7 +280,9 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
             got_state = dc.execute(state_sql, state_params, prepare=True)
             ranked = None
             if guess is not None:
-                sql = ranking_sql(scoped=params["scope"] is not None, dense=guess[1], exact=guess[2])
+                sql = ranking_sql(
+                    scoped=params["scope"] is not None, dense=guess[1], exact=guess[2], dense_limit=_limit(params)
+                )
                 ranked = dc.execute(sql, {**params, "did": guess[0]}, prepare=True)
             dc.commit()
         state = state_from_row(domain, got_state.fetchone())
@@ -300,8 +302,13 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
 
 def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
     _, dense, exact = _variant(state)
-    sql = ranking_sql(scoped=params["scope"] is not None, dense=dense, exact=exact)
+    sql = ranking_sql(scoped=params["scope"] is not None, dense=dense, exact=exact, dense_limit=_limit(params))
     return _hits(c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all())
+
+
+def _limit(params: dict[str, Any]) -> int | None:
+    """The nearest-vector count to write into the statement: the usual CANDIDATES (k <= CANDIDATES), else bound."""
+    return CANDIDATES if params["n_dense"] == CANDIDATES else None
 
 
 def _hits(rows: Any) -> list[tuple[Any, float]]:

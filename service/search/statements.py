@@ -12,6 +12,8 @@ generic plan every search uses (see ``service.search.embedders.state_statement``
 
 from __future__ import annotations
 
+import functools
+
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
@@ -101,7 +103,7 @@ _DENSE = """, qv AS (
 ), denc AS (
   SELECT v.item_seq AS doc FROM item_vectors v
   WHERE v.domain_id = :did AND (CAST(:kind AS text) IS NULL OR v.kind = :kind) AND (SELECT v FROM qv) IS NOT NULL
-  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT :n_dense
+  ORDER BY (v.embedding <=> (SELECT v FROM qv)){exact} LIMIT {dense_limit}
 ), cand AS (
   SELECT doc FROM lexl UNION SELECT doc FROM denc
 )"""
@@ -161,7 +163,7 @@ def _scopes(scoped: bool) -> dict[str, str]:
     return {f"scope_{k}": f"AND {a}.scope = :scope" if scoped else "" for k, a in names.items()}
 
 
-def _live(scoped: bool, dense: bool, exact: bool) -> str:
+def _live(scoped: bool, dense: bool, exact: bool, dense_limit: int | None) -> str:
     scope = _scopes(scoped)
     sql = "WITH " + _TAIL.format(
         e="c",
@@ -174,7 +176,8 @@ def _live(scoped: bool, dense: bool, exact: bool) -> str:
         **scope,
     )
     sql += _SCALE + _LEXICAL.format(rows="AND NOT l.hist", born_by="", valid=_LIVE_VALID, **scope)
-    sql += _DENSE.format(exact=" + 0" if exact else "") if dense else _CAND_LEX
+    limit = ":n_dense" if dense_limit is None else str(int(dense_limit))
+    sql += _DENSE.format(exact=" + 0" if exact else "", dense_limit=limit) if dense else _CAND_LEX
     sql += _SCORED.format(
         score=_SCORE_DENSE if dense else _LEX,
         dense_join=_DENSE_JOIN if dense else "",
@@ -204,13 +207,19 @@ def _past(scoped: bool) -> str:
     return _compiled(sql)
 
 
-_LIVE_SQL = {(s, d, e): _live(s, d, e) for s in (False, True) for d in (False, True) for e in (False, True)}
 _PAST_SQL = {s: _past(s) for s in (False, True)}
 
 
-def ranking_sql(*, scoped: bool, dense: bool, exact: bool) -> str:
-    """The live ranking statement of one variant, in the driver's placeholders."""
-    return _LIVE_SQL[(scoped, dense, exact)]
+@functools.lru_cache(maxsize=64)
+def ranking_sql(*, scoped: bool, dense: bool, exact: bool, dense_limit: int | None = None) -> str:
+    """The live ranking statement of one variant, in the driver's placeholders.
+
+    ``dense_limit``: the number of nearest vectors written into the statement rather than bound. Under a generic
+    plan a bound LIMIT counts as a tenth of the domain's vectors, and for a few thousand of them the planner then
+    sorts every vector by its exact distance (3.3 ms at 5,183 vectors) instead of reading 25 from the HNSW index
+    (1.1 ms); with the number written in, it plans for the few it reads.
+    """
+    return _live(scoped, dense, exact, dense_limit)
 
 
 def past_sql(*, scoped: bool) -> str:
