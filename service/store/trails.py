@@ -14,10 +14,15 @@ from service.store.database import reader
 
 __all__ = ["decided_trails"]
 
-_TRAILS = text("SELECT id, evidence::text FROM beliefs WHERE id = ANY(CAST(:ids AS text[]))")
+# One statement, so the version and the trail are read in one snapshot.
+_TRAILS = text(
+    "SELECT s.id, COALESCE((SELECT max(e.version) FROM events e WHERE e.stream = s.id), 0), b.evidence::text "
+    "FROM unnest(CAST(:ids AS text[])) AS s(id) LEFT JOIN beliefs b ON b.id = s.id"
+)
 
 
-def decided_trails(engine: Engine, ids: Sequence[str]) -> dict[str, list[Any]]:
-    """Each of ``ids`` that is a live belief, with its trail (one query)."""
+def decided_trails(engine: Engine, ids: Sequence[str]) -> dict[str, tuple[int, list[Any]]]:
+    """Each of ``ids``: its stream's version (0 when new) and, for a live belief, its trail (else empty)."""
     with reader(engine).connect() as c:
-        return {i: loads(t) for i, t in c.execute(_TRAILS, {"ids": sorted(set(ids))})}
+        rows = c.execute(_TRAILS, {"ids": sorted(set(ids))})
+        return {i: (int(v), loads(t) if t is not None else []) for i, v, t in rows}

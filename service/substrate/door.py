@@ -102,7 +102,7 @@ class WriteDoor:
             self._writable()
             self._authorize(events, self.principal)  # (no pins: a batch is appended blind, as put_many's are)
             out = []
-            for n, e in enumerate(self._decided(events)):
+            for n, e in enumerate(self._decided(events)[0]):
                 try:
                     out.append(guard_event(e, policy))
                 except ValueError as exc:  # SecretPolicyError, InvalidArgument
@@ -117,30 +117,40 @@ class WriteDoor:
         self, events: Sequence[NewEvent], by: str | None, secret_policy: str | None, *, restore: bool = False
     ) -> tuple[str, list[NewEvent], set[str]]:
         """The door's checks, in order: (who acts, the events as they may be appended, the streams whose versions
-        the authorization pinned). ``restore``: a load's puts keep the evidence trails their file holds."""
+        the authorization or the evidence trails pinned). ``restore``: a load's puts keep the trails their file holds."""
         self._writable()
         actor = self._actor(by)
         policy = self._policy(secret_policy)
         pinned: set[str] = set()
         if self.restricted:
             events, pinned = self._authorize(events, actor)
-        decided = events if restore else self._decided(events)
-        return actor, [guard_event(e, policy) for e in decided], pinned
+        if not restore:
+            events, trails_pinned = self._decided(events, pin=True)
+            pinned |= trails_pinned
+        return actor, [guard_event(e, policy) for e in events], pinned
 
-    def _decided(self, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+    def _decided(self, events: Sequence[NewEvent], *, pin: bool = False) -> tuple[list[NewEvent], set[str]]:
         """``events`` with every belief that is put or updated carrying the evidence trail the evidence commands
-        decided for it (none for a new one) and the credence it implies: a put cannot claim evidence or credence."""
+        decided for it (none for a new one) and the credence it implies: a put cannot claim evidence or credence.
+        ``pin``: each such event expects its stream's version as it was when its trail was read (unless it already
+        expects one), so an evidence command committed meanwhile fails the append, which decides anew; the streams
+        pinned come second."""
         claims = [n for n, e in enumerate(events) if e.event.type_name in _CLAIMS and is_belief(e.event.item)]  # type: ignore[attr-defined]
         if not claims:
-            return events
-        trails = decided_trails(self.engine, [events[n].stream for n in claims])
-        out = list(events)
+            return list(events), set()
+        decided = decided_trails(self.engine, [events[n].stream for n in claims])
+        out, pinned = list(events), set()
         for n in claims:
             e = events[n]
+            version, trail = decided.get(e.stream, (0, []))
             data = e.event.to_data()
-            data["item"] = with_trail(data["item"], trails.get(e.stream, []))
-            out[n] = NewEvent(e.stream, type(e.event).from_data(data), e.scope, e.expected_version, e.normalized)
-        return out
+            data["item"] = with_trail(data["item"], trail)
+            expected = e.expected_version
+            if pin and expected is None and e.stream not in pinned:
+                expected = version
+                pinned.add(e.stream)
+            out[n] = NewEvent(e.stream, type(e.event).from_data(data), e.scope, expected, e.normalized)
+        return out, pinned
 
     def _authorize(self, events: Sequence[NewEvent], actor: str) -> tuple[list[NewEvent], set[str]]:
         """On a bound handle, raise unless ``actor`` may append ``events``; the events with the version of each item

@@ -211,6 +211,32 @@ def test_a_put_cannot_forge_a_beliefs_credence(store: Substrate) -> None:
     assert belief.credence == after.credence
 
 
+def test_a_put_racing_an_evidence_command_loses_no_evidence(store: Substrate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door reads a belief's decided trail, then appends: an assimilate committed in between must not be
+    overwritten by the stale trail (the put retries on the version it pinned and carries both entries)."""
+    import service.substrate.door as door
+
+    lab = store.add("record", "a lab measurement")
+    first = assimilate(store, "the sea is salty", {"source_id": lab, "tier": "real_measurement"})
+    original, calls = door.decided_trails, []
+
+    def read_then_race(engine: Any, ids: Any) -> Any:
+        found = original(engine, ids)
+        if not calls:  # another writer's evidence commits right after the door read the trail
+            calls.append(assimilate(store, "the sea is salty", {"source_id": lab, "tier": "model_assertion"}))
+        return found
+
+    monkeypatch.setattr(door, "decided_trails", read_then_race)
+    item = store.get(first.id)
+    assert item is not None
+    store.put(SubstrateItem.from_json({**item.to_json(), "tags": [*item.tags, "reviewed"]}))
+    after = store.get(first.id)
+    assert after is not None and "reviewed" in after.tags
+    assert len(after.payload["evidence_history"]) == 2 == len(calls[0].evidence_history)
+    (belief,) = retrieve_beliefs(store, "sea salty", k=1)
+    assert belief.credence == calls[0].credence and len(belief.evidence_history) == 2
+
+
 # ----------------------------------------------------------------- structure
 _INSERTS = re.compile(r"\b(INSERT\s+INTO|COPY)\s+(public\.)?events\b", re.IGNORECASE)
 _EVENT_STORE = {"service/store/appendsql.py", "service/store/eventstore.py", "service/store/chunked.py"}
