@@ -50,7 +50,7 @@ from projections.search_index import ALL_DOMAIN, BM25_B, BM25_K1, HEAD, NAME, TS
 from service.domain.items import MODALITIES, SubstrateItem
 from service.domain.validation import InvalidArgument
 from service.search.embedders import EmbedderState, embedder_state, state_from_row, state_statement
-from service.search.statements import past_sql, ranking_sql
+from service.search.statements import native, past_sql, ranking_sql
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -241,7 +241,9 @@ def _ranked(
     }
     if at is not None:
         with engine.connect() as c:
-            return _hits(c.exec_driver_sql(past_sql(scoped=scope is not None), params).all())
+            return _hits(
+                _execute(c.connection.driver_connection, past_sql(scoped=scope is not None), params).fetchall()
+            )
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
         try:
@@ -283,7 +285,7 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
                 sql = ranking_sql(
                     scoped=params["scope"] is not None, dense=guess[1], exact=guess[2], dense_limit=_limit(params)
                 )
-                ranked = dc.execute(sql, {**params, "did": guess[0]}, prepare=True)
+                ranked = _execute(dc, sql, {**params, "did": guess[0]}, prepare=True)
             dc.commit()
         state = state_from_row(domain, got_state.fetchone())
         rows = ranked.fetchall() if ranked is not None else []
@@ -303,7 +305,14 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
 def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
     _, dense, exact = _variant(state)
     sql = ranking_sql(scoped=params["scope"] is not None, dense=dense, exact=exact, dense_limit=_limit(params))
-    return _hits(c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all())
+    return _hits(_execute(c.connection.driver_connection, sql, {**params, "did": state.domain_id}).fetchall())
+
+
+def _execute(dc: Any, sql: str, params: dict[str, Any], *, prepare: bool | None = None) -> Any:
+    """Run a ranking statement on the driver connection ``dc`` in PostgreSQL's own placeholders (statements.native):
+    psycopg then sends it as it is, without parsing 5 kB of SQL for placeholders at each search."""
+    query, names = native(sql)
+    return psycopg.RawCursor(dc).execute(query, [params[n] for n in names], prepare=prepare)
 
 
 def _limit(params: dict[str, Any]) -> int | None:
