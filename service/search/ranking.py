@@ -241,9 +241,7 @@ def _ranked(
     }
     if at is not None:
         with engine.connect() as c:
-            return _hits(
-                _execute(c.connection.driver_connection, past_sql(scoped=scope is not None), params).fetchall()
-            )
+            return _hits(c.exec_driver_sql(past_sql(scoped=scope is not None), params).all())
     ef = min(max(n_dense, HNSW_EF), 1000)  # pgvector's ef_search range; iterative scans go further when filters need it
     if len(q) <= PIPELINE_MAX_QUERY:
         try:
@@ -305,12 +303,14 @@ def _pipelined(engine: Engine, domain: str, ef: int, params: dict[str, Any]) -> 
 def _rank(c: Any, state: EmbedderState, params: dict[str, Any]) -> list[tuple[Any, float]]:
     _, dense, exact = _variant(state)
     sql = ranking_sql(scoped=params["scope"] is not None, dense=dense, exact=exact, dense_limit=_limit(params))
-    return _hits(_execute(c.connection.driver_connection, sql, {**params, "did": state.domain_id}).fetchall())
+    return _hits(c.exec_driver_sql(sql, {**params, "did": state.domain_id}).all())
 
 
 def _execute(dc: Any, sql: str, params: dict[str, Any], *, prepare: bool | None = None) -> Any:
     """Run a ranking statement on the driver connection ``dc`` in PostgreSQL's own placeholders (statements.native):
-    psycopg then sends it as it is, without parsing 5 kB of SQL for placeholders at each search."""
+    psycopg then sends it as it is, without parsing 5 kB of SQL for placeholders at each search. Only the pipelined
+    path uses it: a psycopg error there falls back to the plain path, which SQLAlchemy reports (and recovers from)
+    as it does for every statement."""
     query, names = native(sql)
     return psycopg.RawCursor(dc).execute(query, [params[n] for n in names], prepare=prepare)
 
