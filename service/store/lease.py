@@ -49,6 +49,8 @@ class Lease:
         except sa.exc.DBAPIError as exc:
             if self._holding:
                 _log.warning("lost the lease %d with its connection: %s", self.key, exc.orig)
+            else:
+                _log.warning("could not ask for the lease %d: %s", self.key, exc.orig)
             self._drop()
         return self._holding
 
