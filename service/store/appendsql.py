@@ -17,6 +17,7 @@ from service.domain.validation import InvalidArgument
 from service.store.database import has_nul
 
 __all__ = [
+    "INSERT_ROWS",
     "CLAIM_HEAD",
     "COPY_EVENTS",
     "EVENT_COLUMNS",
@@ -101,6 +102,11 @@ CLAIM_HEAD = (
 )
 RECORDED = "SELECT array_agg(recorded_at ORDER BY seq) FROM events WHERE seq > %(after)s AND seq <= %(seq)s"
 COPY_EVENTS = f"COPY events ({EVENT_COLUMNS}) FROM STDIN"
+# A short multi-event batch, row by row (driver placeholders).
+INSERT_ROWS = (
+    f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%(seq)s, %(stream)s, %(version)s, %(type)s, %(data)s::jsonb, "
+    "%(principal)s, %(scope)s, %(recorded_at)s, %(event_id)s, %(prev)s, %(hash_version)s)"
+)
 RACED = "SB409"  # substrate_appended's SQLSTATE
 # What a compare-and-set statement returns, read back from the log: found only if its last event landed.
 LANDED_SQL = (

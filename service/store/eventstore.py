@@ -24,10 +24,10 @@ from service.domain.validation import InvalidArgument
 from service.store.appendsql import (
     CLAIM_HEAD,
     COPY_EVENTS,
-    EVENT_COLUMNS,
     INSERT_CAS_EXPECTED,
     INSERT_CAS_HINTED,
     INSERT_ONE,
+    INSERT_ROWS,
     LANDED_SQL,
     LOCK_HEAD_SQL,
     NUL_REFUSED,
@@ -56,10 +56,6 @@ __all__ = ["BatchWrite", "ChainReport", "EventStore", "Head", "row_to_event"]
 # (service.store.chunked); a shorter one is inserted row by row and applied by each projector.
 _COPY_THRESHOLD = 64
 _HEAD_SQL = text("SELECT seq, event_id, recorded_at FROM log_head WHERE id = 1")
-_INSERT_ROWS = (
-    f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%(seq)s, %(stream)s, %(version)s, %(type)s, %(data)s::jsonb, "
-    "%(principal)s, %(scope)s, %(recorded_at)s, %(event_id)s, %(prev)s, %(hash_version)s)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +282,7 @@ class EventStore(EventReader):
                     apply_events(conn, stored, checkpoint=False)
             else:
                 with raw.cursor() as cur:
-                    cur.executemany(_INSERT_ROWS, [event_row(s) for s in stored])
+                    cur.executemany(INSERT_ROWS, [event_row(s) for s in stored])
                 apply_events(conn, stored)
         if len(stored) > 1:  # (a single event's statement moves the head itself)
             last = stored[-1]

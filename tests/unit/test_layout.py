@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("service", "projections")
 MAX_LINES = 400
 # The only place rows reach the log: the event store's statements (every command goes through the facade's door).
-LOG_WRITERS = {"service/store/eventstore.py", "service/store/appendsql.py"}
+LOG_WRITERS = {"service/store/appendsql.py"}
 
 
 def _modules() -> Iterator[tuple[str, Path]]:
