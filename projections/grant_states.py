@@ -1,7 +1,7 @@
 """The ``grant_states`` read model: every state of each (principal, scope) grant with the log interval it held in.
 
 Beside ``grants`` (the live rows, read on every authorization): a grant or revocation at seq n closes the pair's
-live state (``to_seq = n``) and a grant opens the next one, with the modes the live row then has. The access policy
+live state (``to_seq = n``) and a grant opens the next one, with the modes (admin included) the live row then has. The access policy
 as of a log position S reads the states valid at S: ``from_seq <= S AND (to_seq IS NULL OR to_seq > S)``.
 """
 
@@ -22,10 +22,11 @@ NAME = "grant_states"
 # One statement per event: close the pair's live state and (for a grant) open the next with the modes added.
 _STEP = text(
     "WITH old AS (UPDATE grant_states SET to_seq = :seq WHERE principal = :p AND scope = :s AND to_seq IS NULL "
-    "RETURNING can_read, can_write) "
-    "INSERT INTO grant_states (principal, scope, from_seq, to_seq, can_read, can_write) "
+    "RETURNING can_read, can_write, can_admin) "
+    "INSERT INTO grant_states (principal, scope, from_seq, to_seq, can_read, can_write, can_admin) "
     "SELECT :p, :s, :seq, NULL, coalesce((SELECT bool_or(can_read) FROM old), false) OR :r, "
-    "coalesce((SELECT bool_or(can_write) FROM old), false) OR :w WHERE :grant"
+    "coalesce((SELECT bool_or(can_write) FROM old), false) OR :w, "
+    "coalesce((SELECT bool_or(can_admin) FROM old), false) OR :a WHERE :grant"
 )
 
 
@@ -43,6 +44,7 @@ def apply(conn: Connection, events: Sequence[Any]) -> None:
                 "seq": e.seq,
                 "r": mode in ("read", "readwrite", "admin"),
                 "w": mode in ("write", "readwrite", "admin"),
+                "a": mode == "admin",
                 "grant": granted,
             },
         )

@@ -21,7 +21,9 @@ from service.http.adminmodels import (
     Revoked,
 )
 from service.http.auth import Caller, CallerDep
+from service.http.items import AsOf
 from service.http.models import storable
+from service.http.views import read_view
 from service.teams.access import grant_access, list_access, revoke_access
 from service.teams.approvers import grant_approver, list_approvers, revoke_approver
 
@@ -36,15 +38,14 @@ def _seq(caller: Caller) -> int:
 
 
 @router.get("/access", response_model=AccessList, summary="List access grants")
-def list_grants(caller: CallerDep, scope: ScopeFilter = None) -> AccessList:
-    """The grants on every scope the caller administers, and the caller's own grants elsewhere."""
+def list_grants(caller: CallerDep, scope: ScopeFilter = None, as_of: AsOf = None) -> AccessList:
+    """The grants on every scope the caller administers, and the caller's own grants elsewhere (as of ``as_of``:
+    the grants then, shown to whom may see them now)."""
     standing = caller.store.standing()
-    rows = [
-        g
-        for g in list_access(caller.live, scope=scope)
-        if g["principal"] == caller.name or standing.may("administer", g["scope"])
-    ]
-    return AccessList(grants=[AccessOut(**g) for g in rows])
+    with read_view(caller.live, as_of) as (view, seq):
+        found = list_access(view, scope=scope)
+    rows = [g for g in found if g["principal"] == caller.name or standing.may("administer", g["scope"])]
+    return AccessList(grants=[AccessOut(**g) for g in rows], as_of=seq)
 
 
 @router.post("/access", status_code=201, response_model=Granted, summary="Grant access to a scope")
@@ -61,15 +62,13 @@ def revoke(caller: CallerDep, body: AccessRevokeIn) -> Revoked:
 
 
 @router.get("/approvers", response_model=ApproverList, summary="List approvers")
-def approvers(caller: CallerDep, scope: ScopeFilter = None) -> ApproverList:
-    """The live approvers of every scope the caller administers or approves into."""
+def approvers(caller: CallerDep, scope: ScopeFilter = None, as_of: AsOf = None) -> ApproverList:
+    """The live approvers of every scope the caller administers or approves into (as of ``as_of``: those then)."""
     standing = caller.store.standing()
-    rows = [
-        a
-        for a in list_approvers(caller.live, scope=scope)
-        if standing.may("administer", a["scope"]) or standing.may("approve", a["scope"])
-    ]
-    return ApproverList(approvers=[ApproverOut(**a) for a in rows])
+    with read_view(caller.live, as_of) as (view, seq):
+        found = list_approvers(view, scope=scope)
+    rows = [a for a in found if standing.may("administer", a["scope"]) or standing.may("approve", a["scope"])]
+    return ApproverList(approvers=[ApproverOut(**a) for a in rows], as_of=seq)
 
 
 @router.post("/approvers", status_code=201, response_model=Granted, summary="Make a principal an approver")

@@ -54,6 +54,7 @@ class AccessList(BaseModel):
     """The grants on the scopes the caller administers, and the caller's own."""
 
     grants: list[AccessOut]
+    as_of: int | None = None  # the log position read, when the request named one
 
 
 class ApproverOut(BaseModel):
@@ -68,6 +69,7 @@ class ApproverList(BaseModel):
     """The live approvers of the scopes the caller administers, and of the scopes the caller approves into."""
 
     approvers: list[ApproverOut]
+    as_of: int | None = None  # the log position read, when the request named one
 
 
 class Granted(BaseModel):

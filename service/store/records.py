@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from service.store.reads import VALID_AT
 
 __all__ = [
+    "access_rows",
     "approvers",
     "belief_bounds",
     "beliefs_among",
@@ -68,6 +69,15 @@ _READABLE_AT = (
 _GRANTS = "SELECT principal, scope, can_read, can_write FROM grants ORDER BY principal, scope"
 _GRANTS_AT = (
     f"SELECT principal, scope, can_read, can_write FROM grant_states s WHERE {VALID_AT} ORDER BY principal, scope"
+)
+# The grants (optionally on one scope) with every mode, live or as of :at: (principal, scope, r, w, admin, seq).
+_ACCESS = (
+    "SELECT principal, scope, can_read, can_write, can_admin, seq FROM grants "
+    "WHERE CAST(:scope AS text) IS NULL OR scope = :scope ORDER BY scope, principal"
+)
+_ACCESS_AT = (
+    "SELECT principal, scope, can_read, can_write, can_admin, from_seq FROM grant_states s "
+    f"WHERE (CAST(:scope AS text) IS NULL OR scope = :scope) AND {VALID_AT} ORDER BY scope, principal"
 )
 _BELIEF_BOUNDS = (
     "SELECT count(*), max(credence) FROM {source} WHERE credence >= :floor AND NOT (id = ANY(CAST(:skip AS text[])))"
@@ -135,6 +145,14 @@ def grants(c: Connection, at: int | None = None) -> Sequence[Any]:
     if at is None:
         return c.execute(_sql(_GRANTS)).all()
     return c.execute(_sql(_GRANTS_AT), {"at": at}).all()
+
+
+def access_rows(c: Connection, scope: str | None, at: int | None = None) -> Sequence[Any]:
+    """The grants (on ``scope``, or every one) as of ``at`` (None: live): principal, scope, read, write, admin and
+    the seq of the grant that made the state."""
+    if at is None:
+        return c.execute(_sql(_ACCESS), {"scope": scope}).all()
+    return c.execute(_sql(_ACCESS_AT), {"scope": scope, "at": at}).all()
 
 
 def belief_bounds(

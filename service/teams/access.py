@@ -238,16 +238,12 @@ def _refusal(store: Substrate, what: str) -> tuple[str, str]:
 
 
 def list_access(store: Substrate, *, scope: str | None = None) -> list[dict[str, Any]]:
-    """The persisted grants (optionally on one scope): ``{principal, scope, mode, seq}``, by scope then principal;
-    ``mode`` is "admin", "readwrite", "read" or "write"."""
+    """The persisted grants (optionally on one scope), as of the view's position on a time-travel view:
+    ``{principal, scope, mode, seq}``, by scope then principal; ``mode`` is "admin", "readwrite", "read" or "write"."""
     if scope is not None:
         require_name(scope, "scope")
-    sql = text(
-        "SELECT principal, scope, can_read, can_write, can_admin, seq FROM grants "
-        "WHERE CAST(:s AS text) IS NULL OR scope = :s ORDER BY scope, principal"
-    )
     with reader(store.engine).connect() as c:
-        rows = c.execute(sql, {"s": scope}).all()
+        rows = records.access_rows(c, scope, store.as_of_seq)
     return [{"principal": p, "scope": s, "mode": _mode(r, w, a), "seq": int(n)} for p, s, r, w, a, n in rows]
 
 

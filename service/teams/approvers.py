@@ -148,16 +148,20 @@ def revoke_approver(store: Substrate, who: str, scope: str, *, by: str) -> bool:
     raise ConcurrencyError(stream, -1, f"approver revocation on {scope!r} kept colliding; gave up")
 
 
+# Each (scope, who)'s latest approvers row up to :at (None: the latest), when it is a grant.
+_LIVE_APPROVERS = text(
+    "SELECT scope, who, by, seq, bootstrap FROM (SELECT DISTINCT ON (scope, who) scope, who, by, seq, bootstrap, "
+    "revoked FROM approvers WHERE (CAST(:s AS text) IS NULL OR scope = :s) "
+    "AND (CAST(:at AS bigint) IS NULL OR seq <= :at) ORDER BY scope, who, seq DESC) a "
+    "WHERE NOT revoked ORDER BY scope, who"
+)
+
+
 def list_approvers(store: Substrate, *, scope: str | None = None) -> list[dict[str, Any]]:
-    """The live approvers (optionally of one scope): ``{scope, who, by, since_seq, bootstrap}`` of each one's
-    latest grant, by scope then approver."""
+    """The live approvers (optionally of one scope), as of the view's position on a time-travel view:
+    ``{scope, who, by, since_seq, bootstrap}`` of each one's latest grant, by scope then approver."""
     if scope is not None:
         require_name(scope, "scope")
-    sql = text(
-        "SELECT scope, who, by, seq, bootstrap FROM (SELECT DISTINCT ON (scope, who) scope, who, by, seq, bootstrap, "
-        "revoked FROM approvers WHERE CAST(:s AS text) IS NULL OR scope = :s ORDER BY scope, who, seq DESC) a "
-        "WHERE NOT revoked ORDER BY scope, who"
-    )
     with reader(store.engine).connect() as c:
-        rows = c.execute(sql, {"s": scope}).all()
+        rows = c.execute(_LIVE_APPROVERS, {"s": scope, "at": store.as_of_seq}).all()
     return [{"scope": s, "who": w, "by": b, "since_seq": int(n), "bootstrap": bool(boot)} for s, w, b, n, boot in rows]

@@ -107,6 +107,11 @@ def test_administration_over_http_grants_and_revokes_only_as_an_administrator(ap
     r = api.post("ops", "/v1/admin/approvers/revoke", {"who": "qa", "scope": "public"})
     assert r.json()["revoked"] is True
     assert api.get("ops", "/v1/admin/approvers").json()["approvers"] == []
+    # As of a position before the revocations, the listings show what held then.
+    then = api.get("ops", "/v1/admin/approvers", params={"as_of": r.json()["seq"] - 2}).json()
+    assert [a["who"] for a in then["approvers"]] == ["qa"] and then["as_of"] == r.json()["seq"] - 2
+    past = api.get("team-a", "/v1/admin/access", params={"as_of": r.json()["seq"] - 2}).json()["grants"]
+    assert [(g["principal"], g["mode"]) for g in past] == [("team-b", "read")]
 
 
 def test_a_promotion_end_to_end_propose_grant_approve(api: Api) -> None:
