@@ -36,7 +36,18 @@ def test_the_wheel_holds_every_package_and_a_store_opens_from_it(tmp_path: Path)
     for package in ("service", "projections", "migrations"):
         shutil.copytree(ROOT / package, source_tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(source_tree), "--no-deps", "-q", "-w", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source_tree),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
     )
