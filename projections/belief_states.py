@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from projections.beliefs import belief_row
+from projections.beliefs import belief_changes
 from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.projector import Projector, Statement, run_plan
@@ -38,23 +38,6 @@ _UPSERT = (
 _UNSEEN: Any = object()
 
 
-def _ops(e: Any) -> list[tuple[str, Any]]:
-    """What the ``beliefs`` projector does for ``e``, in order: ("put", row) or ("drop", id)."""
-    ops: list[tuple[str, Any]] = []
-    item = e.data.get("item")
-    if item is not None:
-        row = belief_row(item)
-        if row is not None:
-            ops.append(("put", row))
-        elif e.version > 1:
-            ops.append(("drop", item["id"]))
-    if e.type == "ItemsMerged" and e.data.get("removed"):
-        ops.append(("drop", e.data["removed"]))
-    if e.type == "ItemRemoved":
-        ops.append(("drop", e.data["id"]))
-    return ops
-
-
 def plan(events: Sequence[Any]) -> list[Statement]:
     """One upsert: the batch's new states (with the to_seq of those it also replaces) and the closing of the live
     states from before the batch that it replaces or drops."""
@@ -62,7 +45,7 @@ def plan(events: Sequence[Any]) -> list[Statement]:
     last: dict[str, Any] = {}  # the belief's latest state in this batch (None: dropped)
     close: dict[str, int] = {}
     for e in events:
-        for op, value in _ops(e):
+        for op, value in belief_changes(e):
             i = value["id"] if op == "put" else value
             prev = last.get(i, _UNSEEN)
             if prev is _UNSEEN:

@@ -20,7 +20,7 @@ from projections.items import ITEM_EVENTS
 from projections.jsonutil import dumps
 from projections.projector import Projector, Statement
 
-__all__ = ["BELIEF_TAG", "apply", "belief_row", "claim_key", "is_belief", "with_trail"]
+__all__ = ["BELIEF_TAG", "apply", "belief_changes", "belief_row", "claim_key", "is_belief", "with_trail"]
 
 BELIEF_TAG = "belief"
 
@@ -84,23 +84,32 @@ def belief_row(item: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def belief_changes(e: Any) -> list[tuple[str, Any]]:
+    """What event ``e`` does to the beliefs, in order: ("put", row) or ("drop", id). The one rule both the
+    ``beliefs`` and ``belief_states`` projectors follow, so the live rows and the states agree."""
+    changes: list[tuple[str, Any]] = []
+    item = e.data.get("item")
+    if item is not None:
+        row = belief_row(item)
+        if row is not None:
+            changes.append(("put", row))
+        elif e.version > 1:
+            # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
+            # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
+            changes.append(("drop", item["id"]))
+    if e.type == "ItemsMerged" and e.data.get("removed"):
+        changes.append(("drop", e.data["removed"]))
+    if e.type == "ItemRemoved":
+        changes.append(("drop", e.data["id"]))
+    return changes
+
+
 def _ops(events: Sequence[Any]) -> list[tuple[str, Any]]:
-    ops: list[tuple[str, Any]] = []
-    for e in events:
-        item = e.data.get("item")
-        if item is not None:
-            row = belief_row(item)
-            if row is not None:
-                ops.append(("upsert", {**row, "version": e.version, "seq": e.seq}))
-            elif e.version > 1:
-                # An item that stopped being a belief (retagged, re-kinded, malformed) leaves the read model;
-                # a stream's first event cannot have a row to remove, which keeps bulk puts cheap.
-                ops.append(("delete", item["id"]))
-        if e.type == "ItemsMerged" and e.data.get("removed"):
-            ops.append(("delete", e.data["removed"]))
-        if e.type == "ItemRemoved":
-            ops.append(("delete", e.data["id"]))
-    return ops
+    return [
+        ("upsert", {**value, "version": e.version, "seq": e.seq}) if change == "put" else ("delete", value)
+        for e in events
+        for change, value in belief_changes(e)
+    ]
 
 
 def apply(conn: Connection, events: Sequence[Any]) -> None:
